@@ -1,0 +1,165 @@
+//! Errors: every way a request can be refused, each with a message that says what to do.
+
+use std::time::Duration;
+
+/// Everything that can go wrong in idforge. Each variant's message names the bad value and the fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A node id does not fit the layout's node field.
+    #[error("node id {node} is out of range for {scheme}: it has {bits} node bits, so use a node id from 0 to {max}")]
+    NodeOutOfRange {
+        /// The scheme or layout name.
+        scheme: String,
+        /// The node id given.
+        node: u128,
+        /// Width of the node field.
+        bits: u32,
+        /// Largest node id the field holds.
+        max: u128,
+    },
+    /// A scheme that needs a node id got none.
+    #[error("{scheme} needs a node id from 0 to {max}: pass --node N or set IDFORGE_NODE (idforge never picks a random node for you)")]
+    NodeRequired {
+        /// The scheme name.
+        scheme: String,
+        /// Largest node id the scheme accepts.
+        max: u128,
+    },
+    /// A layout's fields do not fit in the id, overlap, or are otherwise impossible.
+    #[error("invalid layout: {0}")]
+    InvalidLayout(String),
+    /// A layout's epoch is later than the current time.
+    #[error("the epoch {epoch} is in the future (now is {now}): ids would have negative time; choose an epoch in the past")]
+    EpochInFuture {
+        /// The epoch, RFC 3339.
+        epoch: String,
+        /// The current time, RFC 3339.
+        now: String,
+    },
+    /// The clock reads a time before the layout's epoch.
+    #[error("the time {time} is before the layout's epoch {epoch}: use a later time or an earlier epoch")]
+    BeforeEpoch {
+        /// The time read from the clock, RFC 3339.
+        time: String,
+        /// The epoch, RFC 3339.
+        epoch: String,
+    },
+    /// The time no longer fits the layout's time field.
+    #[error("the time {time} is beyond the range of {scheme}: its time field ran out in the year {year}; use a layout with more time bits or a later epoch")]
+    TimeOutOfRange {
+        /// The scheme or layout name.
+        scheme: String,
+        /// The time that did not fit, RFC 3339.
+        time: String,
+        /// The year in which the layout ran out.
+        year: i32,
+    },
+    /// The wall clock is further behind the last issued id than the policy allows.
+    #[error("the wall clock is {behind:?} behind the last issued id, more than the allowed lead of {max_lead:?}; issuing now could break ordering, so nothing was issued. Fix the clock, retry later, or configure a larger max lead or the Wait policy")]
+    ClockBehind {
+        /// How far the clock is behind the last issued stamp.
+        behind: Duration,
+        /// The policy's bound.
+        max_lead: Duration,
+    },
+    /// A reservation asked for more ids than one tick can hold.
+    #[error("cannot reserve {requested} ids at once: one tick of this layout holds at most {max}; reserve in smaller batches")]
+    ReserveTooLarge {
+        /// How many were asked for.
+        requested: u64,
+        /// The most one call may take.
+        max: u64,
+    },
+    /// An id string could not be parsed.
+    #[error("malformed id {input:?}: {reason}")]
+    MalformedId {
+        /// The text given (truncated to 80 characters).
+        input: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A UUID has a version other than the one asked for.
+    #[error("{input:?} is a version {found:x} UUID, not the version {expected:x} that {scheme} requires")]
+    WrongVersion {
+        /// The text given.
+        input: String,
+        /// The scheme asked for.
+        scheme: String,
+        /// The version required.
+        expected: u8,
+        /// The version found.
+        found: u8,
+    },
+    /// A UUID's variant bits are not `0b10` (RFC 9562).
+    #[error("{input:?} has variant bits {found:#04b}, not the RFC 9562 variant 0b10 that {scheme} requires")]
+    WrongVariant {
+        /// The text given.
+        input: String,
+        /// The scheme asked for.
+        scheme: String,
+        /// The two variant bits found.
+        found: u8,
+    },
+    /// An id does not fit the scheme's width.
+    #[error("id {input:?} does not fit {scheme}: it is {bits} bits wide")]
+    IdTooWide {
+        /// The text given.
+        input: String,
+        /// The scheme.
+        scheme: String,
+        /// The scheme's width in bits.
+        bits: u32,
+    },
+    /// The requested text format cannot represent this scheme's ids.
+    #[error("format {format} cannot represent {scheme} ids: {reason}")]
+    UnsupportedFormat {
+        /// The format asked for.
+        format: String,
+        /// The scheme.
+        scheme: String,
+        /// Why not, and what to use instead.
+        reason: String,
+    },
+    /// A time string could not be parsed.
+    #[error("invalid time {input:?}: {reason}. Use RFC 3339, for example 2024-05-01T12:00:00Z")]
+    InvalidTime {
+        /// The text given.
+        input: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A scheme name is unknown.
+    #[error("unknown scheme {0:?}; run `idforge schemes` for the list")]
+    UnknownScheme(String),
+    /// A layout spec (`--layout`) could not be parsed.
+    #[error("invalid layout spec {spec:?}: {reason}. Example: time:41,node:10,counter:12,tick=1ms,epoch=2020-01-01T00:00:00Z")]
+    InvalidLayoutSpec {
+        /// The spec given.
+        spec: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The process-wide singleton was already constructed.
+    #[error("the {0} generator is a process-wide singleton and was already created; use the shared instance instead")]
+    SingletonTaken(&'static str),
+}
+
+/// Shortens user input for an error message.
+pub(crate) fn clip(input: &str) -> String {
+    if input.chars().count() <= 80 {
+        input.to_string()
+    } else {
+        let mut s: String = input.chars().take(77).collect();
+        s.push_str("...");
+        s
+    }
+}
+
+/// Builds [`Error::MalformedId`].
+pub(crate) fn malformed(input: &str, reason: impl Into<String>) -> Error {
+    Error::MalformedId {
+        input: clip(input),
+        reason: reason.into(),
+    }
+}

@@ -1,0 +1,168 @@
+//! Decoding any id back into its parts.
+//!
+//! UUIDs are recognised by their version (7: `uuid7`, 8: `uprotocol-v8`); integer ids carry no
+//! marker of their scheme, so they need one named.
+
+use crate::error::{clip, malformed, Error};
+use crate::schemes::Scheme;
+use crate::text::{self, Format};
+use crate::time::{digits_for_tick, format_unix_ns};
+
+/// An id taken apart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decoded {
+    /// The id as given, trimmed.
+    pub input: String,
+    /// The scheme it was decoded as.
+    pub scheme: String,
+    /// The id's value.
+    pub value: u128,
+    /// The id's width in bits.
+    pub bits: u32,
+    /// The id's time: Unix nanoseconds at the start of its tick.
+    pub unix_ns: u128,
+    /// The id's time as RFC 3339 UTC, at the scheme's precision (ms: 3 digits, 10 ms: 2).
+    pub time: String,
+    /// The node field, where the scheme has one.
+    pub node: Option<u128>,
+    /// The counter field.
+    pub counter: Option<u128>,
+    /// The random bits, where the scheme has them.
+    pub random: Option<u128>,
+    /// The UUID version, for UUIDs.
+    pub version: Option<u8>,
+    /// The UUID variant bits, for UUIDs.
+    pub variant: Option<u8>,
+    /// The id in the scheme's default text format.
+    pub canonical: String,
+}
+
+impl Decoded {
+    /// The id's time in whole milliseconds since the Unix epoch.
+    pub fn unix_ms(&self) -> u128 {
+        self.unix_ns / 1_000_000
+    }
+}
+
+/// Decodes id text. With `scheme` the text is read as that scheme's id (and a UUID's version
+/// and variant are checked); without it, only UUIDs can be recognised.
+///
+/// ```
+/// let d = idforge::inspect("017F22E2-79B0-7CC3-98C4-DC0C0C07398F", None, None).unwrap();
+/// assert_eq!(d.scheme, "uuid7");
+/// assert_eq!(d.unix_ms(), 1_645_557_742_000);
+/// assert_eq!(d.time, "2022-02-22T19:22:22.000Z");
+/// ```
+pub fn inspect(input: &str, scheme: Option<&Scheme>, format: Option<Format>) -> Result<Decoded, Error> {
+    let trimmed = input.trim();
+    let scheme = match scheme {
+        Some(s) => s.clone(),
+        None => {
+            let looks_uuid = matches!(format, Some(Format::Uuid))
+                || (format.is_none() && text::detect(trimmed, 128) == Some(Format::Uuid));
+            if !looks_uuid {
+                return Err(malformed(
+                    input,
+                    "an integer id does not say which scheme made it; name it with --scheme (for example --scheme snowflake)",
+                ));
+            }
+            let value = text::parse(trimmed, 128, Some(Format::Uuid))?;
+            match ((value >> 76) & 0xF) as u8 {
+                7 => Scheme::Uuid7,
+                8 => Scheme::UProtocolV8,
+                v => {
+                    return Err(malformed(
+                        input,
+                        format!("a version {v:x} UUID has no layout idforge decodes (it knows versions 7 and 8); name one with --scheme"),
+                    ))
+                }
+            }
+        }
+    };
+    let layout = scheme.layout();
+    let bits = layout.bits;
+    let value = text::parse(trimmed, bits, format)?;
+    if let Some(expected) = scheme.uuid_version() {
+        let found = ((value >> 76) & 0xF) as u8;
+        if found != expected {
+            return Err(Error::WrongVersion {
+                input: clip(trimmed),
+                scheme: scheme.name().into(),
+                expected,
+                found,
+            });
+        }
+        let variant = ((value >> 62) & 0b11) as u8;
+        if variant != 0b10 {
+            return Err(Error::WrongVariant {
+                input: clip(trimmed),
+                scheme: scheme.name().into(),
+                found: variant,
+            });
+        }
+    }
+    let parts = layout.decode(value);
+    let unix_ns = layout.unix_ns_of(parts.ticks);
+    let is_uuid = scheme.uuid_version().is_some();
+    Ok(Decoded {
+        input: trimmed.to_string(),
+        scheme: scheme.name().to_string(),
+        value,
+        bits,
+        unix_ns,
+        time: format_unix_ns(unix_ns as i128, digits_for_tick(layout.tick_ns)),
+        node: (layout.node.width() > 0).then_some(parts.node),
+        counter: (layout.counter.width() > 0).then_some(parts.counter),
+        random: (layout.random.width() > 0).then_some(parts.random),
+        version: is_uuid.then_some(((value >> 76) & 0xF) as u8),
+        variant: is_uuid.then_some(((value >> 62) & 0b11) as u8),
+        canonical: text::encode(value, bits, scheme.default_format()).to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuids_are_recognised_by_version() {
+        let d = inspect("018f3a5c-1d2e-8abc-9def-0123456789ab", None, None).unwrap();
+        assert_eq!(d.scheme, "uprotocol-v8");
+        assert_eq!(d.counter, Some(0xabc));
+        assert_eq!(d.node, Some(0x1def_0123_4567_89ab));
+        let e = inspect("018f3a5c-1d2e-4abc-9def-0123456789ab", None, None).unwrap_err();
+        assert!(e.to_string().contains("version 4"));
+    }
+
+    #[test]
+    fn integers_need_a_scheme() {
+        let e = inspect("1541815603606036480", None, None).unwrap_err();
+        assert!(e.to_string().contains("--scheme"));
+        let d = inspect("1541815603606036480", Some(&Scheme::Snowflake), None).unwrap();
+        assert_eq!(d.unix_ms(), 1_656_432_460_105);
+        assert_eq!(d.node, Some((1_541_815_603_606_036_480u128 >> 12) & 0x3FF));
+    }
+
+    #[test]
+    fn wrong_version_and_variant_are_typed() {
+        let v8 = "018f3a5c-1d2e-8abc-9def-0123456789ab";
+        assert!(matches!(
+            inspect(v8, Some(&Scheme::Uuid7), None),
+            Err(Error::WrongVersion { expected: 7, found: 8, .. })
+        ));
+        let bad_variant = "018f3a5c-1d2e-7abc-cdef-0123456789ab";
+        assert!(matches!(
+            inspect(bad_variant, Some(&Scheme::UProtocol), None),
+            Err(Error::WrongVariant { found: 0b11, .. })
+        ));
+    }
+
+    #[test]
+    fn sonyflake_time_has_two_fraction_digits() {
+        let l = Scheme::Sonyflake.layout();
+        let id = l.encode(5, 100, 1, 0);
+        let d = inspect(&id.to_string(), Some(&Scheme::Sonyflake), None).unwrap();
+        assert_eq!(d.time, "2014-09-01T00:00:01.00Z");
+        assert_eq!((d.node, d.counter), (Some(5), Some(1)));
+    }
+}

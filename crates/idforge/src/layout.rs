@@ -1,0 +1,540 @@
+//! Layouts: where node, time, counter and random bits sit in an id, plus fixed bits (a UUID's
+//! version and variant), the epoch and the tick unit. [`Layout::encode`] and [`Layout::decode`] are
+//! exact inverses on every field.
+//!
+//! A field is one run of bits or, where fixed bits cut through it (a UUIDv7 counter wider than
+//! `rand_a` continues below the variant bits), two runs: the value's high bits in the first.
+
+use std::time::Duration;
+
+use crate::error::Error;
+use crate::sequencer::Timebase;
+use crate::time::{format_unix_ns, parse_rfc3339, year_of_unix_ns};
+
+/// A run of bits in an id: `width` bits starting `shift` bits above the least significant bit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Segment {
+    /// Position of the run's least significant bit.
+    pub shift: u32,
+    /// Number of bits (0: absent).
+    pub width: u32,
+}
+
+impl Segment {
+    /// A run of `width` bits at `shift`.
+    pub const fn new(shift: u32, width: u32) -> Self {
+        Segment { shift, width }
+    }
+
+    fn mask(self) -> u128 {
+        if self.width == 0 {
+            0
+        } else {
+            (u128::MAX >> (128 - self.width)) << self.shift
+        }
+    }
+}
+
+/// A logical field: up to two runs of bits, the value's high part in `hi`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Field {
+    /// The run holding the value's high bits (or all of them).
+    pub hi: Segment,
+    /// The run holding the value's low `lo.width` bits, if the field is split.
+    pub lo: Segment,
+}
+
+impl Field {
+    /// A field in one run.
+    pub const fn at(shift: u32, width: u32) -> Self {
+        Field {
+            hi: Segment::new(shift, width),
+            lo: Segment::new(0, 0),
+        }
+    }
+
+    /// A field split in two runs: `hi` gets the high bits.
+    pub const fn split(hi: Segment, lo: Segment) -> Self {
+        Field { hi, lo }
+    }
+
+    /// The field's width in bits.
+    pub const fn width(&self) -> u32 {
+        self.hi.width + self.lo.width
+    }
+
+    /// The largest value the field holds.
+    pub fn max(&self) -> u128 {
+        match self.width() {
+            0 => 0,
+            w => u128::MAX >> (128 - w),
+        }
+    }
+
+    fn mask(&self) -> u128 {
+        self.hi.mask() | self.lo.mask()
+    }
+
+    /// Places `value` (already known to fit) into the field's bits.
+    #[inline]
+    pub fn deposit(&self, value: u128) -> u128 {
+        if self.lo.width == 0 {
+            value << self.hi.shift
+        } else {
+            let lo = value & ((1u128 << self.lo.width) - 1);
+            ((value >> self.lo.width) << self.hi.shift) | (lo << self.lo.shift)
+        }
+    }
+
+    /// Reads the field's value out of an id.
+    #[inline]
+    pub fn extract(&self, id: u128) -> u128 {
+        let hi = (id & self.hi.mask()) >> self.hi.shift;
+        if self.lo.width == 0 {
+            hi
+        } else {
+            (hi << self.lo.width) | ((id & self.lo.mask()) >> self.lo.shift)
+        }
+    }
+}
+
+/// A complete id layout. Build one with [`Layout::builder`] or parse a spec with
+/// [`Layout::parse_spec`]; the schemes' presets are in [`crate::schemes`].
+///
+/// ```
+/// use idforge::Layout;
+/// let l = Layout::parse_spec("time:41,node:10,counter:12,tick=1ms,epoch=2010-11-04T01:42:54.657Z").unwrap();
+/// let id = l.encode(5, 1_000, 7, 0);
+/// let parts = l.decode(id);
+/// assert_eq!((parts.node, parts.ticks, parts.counter), (5, 1_000, 7));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// Name shown in messages and by `idforge schemes`.
+    pub name: String,
+    /// Total width of the id: 64 or 128.
+    pub bits: u32,
+    /// The node field (may be absent).
+    pub node: Field,
+    /// The time field, in ticks since the epoch.
+    pub time: Field,
+    /// The per-tick counter.
+    pub counter: Field,
+    /// Bits drawn at random for every id (may be absent).
+    pub random: Field,
+    /// Bits with a fixed value (UUID version and variant).
+    pub fixed_mask: u128,
+    /// The fixed bits' value (within `fixed_mask`).
+    pub fixed_value: u128,
+    /// Nanoseconds since the Unix epoch of tick 0.
+    pub epoch_ns: u64,
+    /// One tick in nanoseconds.
+    pub tick_ns: u64,
+}
+
+/// The fields of a decoded id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parts {
+    /// The node field.
+    pub node: u128,
+    /// The time field, in ticks since the layout's epoch.
+    pub ticks: u128,
+    /// The counter field.
+    pub counter: u128,
+    /// The random field.
+    pub random: u128,
+    /// Whether the fixed bits hold their required value.
+    pub fixed_ok: bool,
+}
+
+impl Layout {
+    /// Starts a layout of `bits` (64 or 128) bits with no fields, Unix epoch and 1 ms ticks.
+    pub fn builder(name: impl Into<String>, bits: u32) -> LayoutBuilder {
+        LayoutBuilder {
+            layout: Layout {
+                name: name.into(),
+                bits,
+                node: Field::default(),
+                time: Field::default(),
+                counter: Field::default(),
+                random: Field::default(),
+                fixed_mask: 0,
+                fixed_value: 0,
+                epoch_ns: 0,
+                tick_ns: 1_000_000,
+            },
+        }
+    }
+
+    /// Checks that every field fits, nothing overlaps, and the time base is sound.
+    pub fn validate(&self) -> Result<(), Error> {
+        let bad = |m: String| Err(Error::InvalidLayout(format!("{}: {m}", self.name)));
+        if self.bits != 64 && self.bits != 128 {
+            return bad(format!("an id is 64 or 128 bits wide, not {}", self.bits));
+        }
+        let fields = [
+            ("node", self.node),
+            ("time", self.time),
+            ("counter", self.counter),
+            ("random", self.random),
+        ];
+        let mut used = self.fixed_mask;
+        if self.fixed_value & !self.fixed_mask != 0 {
+            return bad("fixed value has bits outside the fixed mask".into());
+        }
+        for (name, f) in fields {
+            for seg in [f.hi, f.lo] {
+                if seg.width > 0 && seg.shift + seg.width > self.bits {
+                    return bad(format!(
+                        "the {name} field (bits {}..{}) does not fit in {} bits",
+                        seg.shift,
+                        seg.shift + seg.width,
+                        self.bits
+                    ));
+                }
+            }
+            let m = f.mask();
+            if m & used != 0 {
+                return bad(format!("the {name} field overlaps another field"));
+            }
+            used |= m;
+        }
+        if self.node.width() > 64 {
+            return bad(format!("a node field of {} bits is wider than 64", self.node.width()));
+        }
+        if self.time.width() == 0 || self.time.width() > 64 {
+            return bad(format!("the time field needs 1 to 64 bits, not {}", self.time.width()));
+        }
+        if self.counter.width() > 32 {
+            return bad(format!("a counter of {} bits is wider than 32", self.counter.width()));
+        }
+        if self.tick_ns == 0 {
+            return bad("the tick must be at least 1 ns".into());
+        }
+        self.timebase().validate()
+    }
+
+    /// Checks that the epoch is not in the future relative to `now_ns`.
+    pub fn check_epoch(&self, now_ns: u64) -> Result<(), Error> {
+        if self.epoch_ns > now_ns {
+            return Err(Error::EpochInFuture {
+                epoch: format_unix_ns(self.epoch_ns as i128, 9),
+                now: format_unix_ns(now_ns as i128, 9),
+            });
+        }
+        Ok(())
+    }
+
+    /// The sequencer time base for this layout.
+    pub fn timebase(&self) -> Timebase {
+        Timebase {
+            epoch_ns: self.epoch_ns,
+            tick_ns: self.tick_ns,
+            time_bits: self.time.width(),
+            counter_bits: self.counter.width(),
+        }
+    }
+
+    /// Builds an id from its fields. Values are truncated to their fields' widths.
+    #[inline]
+    pub fn encode(&self, node: u128, ticks: u128, counter: u128, random: u128) -> u128 {
+        self.fixed_value
+            | self.node.deposit(node & self.node.max())
+            | self.time.deposit(ticks & self.time.max())
+            | self.counter.deposit(counter & self.counter.max())
+            | self.random.deposit(random & self.random.max())
+    }
+
+    /// Splits an id into its fields.
+    pub fn decode(&self, id: u128) -> Parts {
+        Parts {
+            node: self.node.extract(id),
+            ticks: self.time.extract(id),
+            counter: self.counter.extract(id),
+            random: self.random.extract(id),
+            fixed_ok: id & self.fixed_mask == self.fixed_value,
+        }
+    }
+
+    /// Unix nanoseconds of the start of a tick.
+    pub fn unix_ns_of(&self, ticks: u128) -> u128 {
+        ticks * self.tick_ns as u128 + self.epoch_ns as u128
+    }
+
+    /// Ids one node can issue per tick.
+    pub fn ids_per_tick(&self) -> u128 {
+        1u128 << self.counter.width()
+    }
+
+    /// Ids one node can issue per second at most.
+    pub fn ids_per_second(&self) -> f64 {
+        self.ids_per_tick() as f64 * 1e9 / self.tick_ns as f64
+    }
+
+    /// The year the time field runs out (the sequencer's `u64` stamp included).
+    pub fn end_year(&self) -> i32 {
+        year_of_unix_ns(self.timebase().end_unix_ns())
+    }
+
+    /// The number of distinct node ids.
+    pub fn node_count(&self) -> u128 {
+        1u128 << self.node.width()
+    }
+
+    /// A diagram of the fields from the most significant bit down, as `idforge schemes` prints it.
+    pub fn diagram(&self) -> String {
+        let mut runs: Vec<(u32, u32, String)> = Vec::new();
+        let mut push = |name: &str, f: Field| {
+            if f.lo.width == 0 {
+                if f.hi.width > 0 {
+                    runs.push((f.hi.shift, f.hi.width, format!("{name}({})", f.hi.width)));
+                }
+            } else {
+                runs.push((f.hi.shift, f.hi.width, format!("{name}_hi({})", f.hi.width)));
+                runs.push((f.lo.shift, f.lo.width, format!("{name}_lo({})", f.lo.width)));
+            }
+        };
+        push("node", self.node);
+        push("time", self.time);
+        push("counter", self.counter);
+        push("random", self.random);
+        // Fixed bits: contiguous runs of the mask.
+        let mut bit = 0;
+        while bit < self.bits {
+            if self.fixed_mask >> bit & 1 == 1 {
+                let start = bit;
+                while bit < self.bits && self.fixed_mask >> bit & 1 == 1 {
+                    bit += 1;
+                }
+                let w = bit - start;
+                let v = (self.fixed_value >> start) & ((1u128 << w) - 1);
+                let label = if w == 4 { format!("ver={v:x}") } else { format!("var={v:0w$b}", w = w as usize) };
+                runs.push((start, w, label));
+            } else {
+                bit += 1;
+            }
+        }
+        runs.sort_by(|a, b| b.0.cmp(&a.0));
+        let mut out = Vec::new();
+        let mut top = self.bits;
+        for (shift, width, label) in runs {
+            if shift + width < top {
+                out.push(format!("0({})", top - shift - width));
+            }
+            out.push(label);
+            top = shift;
+        }
+        if top > 0 {
+            out.push(format!("0({top})"));
+        }
+        out.join(" | ")
+    }
+
+    /// Parses a layout spec: fields from the most significant bit down as `name:width`
+    /// (`node`, `time`, `counter`), then options `tick=` (`ns`, `us`, `ms`, `s` with a number,
+    /// e.g. `10ms`) and `epoch=` (RFC 3339). The fields are packed at the low end of a 64-bit id
+    /// (128-bit if they need more than 64 bits), unused high bits zero.
+    ///
+    /// ```
+    /// let l = idforge::Layout::parse_spec("node:10,time:47,counter:7").unwrap();
+    /// assert_eq!(l.diagram(), "node(10) | time(47) | counter(7)");
+    /// assert!(idforge::Layout::parse_spec("node:10,counter:7").is_err()); // no time field
+    /// ```
+    pub fn parse_spec(spec: &str) -> Result<Layout, Error> {
+        let err = |reason: String| Error::InvalidLayoutSpec {
+            spec: crate::error::clip(spec),
+            reason,
+        };
+        let mut fields: Vec<(&str, u32)> = Vec::new();
+        let mut tick_ns = 1_000_000u64;
+        let mut epoch_ns = 0u64;
+        for item in spec.split(',').map(str::trim) {
+            if item.is_empty() {
+                return Err(err("an empty item (two commas in a row?)".into()));
+            }
+            if let Some((k, v)) = item.split_once('=') {
+                match k.trim() {
+                    "tick" => tick_ns = parse_duration(v.trim()).map_err(err)?,
+                    "epoch" => {
+                        epoch_ns = parse_rfc3339(v.trim()).map_err(|e| err(e.to_string()))?
+                    }
+                    other => {
+                        return Err(err(format!(
+                            "unknown option {other:?}; the options are tick= and epoch="
+                        )))
+                    }
+                }
+            } else if let Some((name, w)) = item.split_once(':') {
+                let name = name.trim();
+                if !["node", "time", "counter"].contains(&name) {
+                    return Err(err(format!(
+                        "unknown field {name:?}; the fields are node, time and counter"
+                    )));
+                }
+                if fields.iter().any(|(n, _)| *n == name) {
+                    return Err(err(format!("the {name} field is given twice")));
+                }
+                let width: u32 = w
+                    .trim()
+                    .parse()
+                    .map_err(|_| err(format!("the width of {name} must be a number, not {w:?}")))?;
+                if width == 0 {
+                    return Err(err(format!("the {name} field needs at least 1 bit; leave it out instead")));
+                }
+                fields.push((name, width));
+            } else {
+                return Err(err(format!("{item:?} is neither name:width nor key=value")));
+            }
+        }
+        if !fields.iter().any(|(n, _)| *n == "time") {
+            return Err(err("a layout needs a time field, e.g. time:41".into()));
+        }
+        let total: u32 = fields.iter().map(|(_, w)| w).sum();
+        if total > 128 {
+            return Err(err(format!("the fields add up to {total} bits; an id holds at most 128")));
+        }
+        let bits = if total <= 64 { 64 } else { 128 };
+        let mut b = Layout::builder("custom", bits).tick_ns(tick_ns).epoch_ns(epoch_ns);
+        let mut shift = total;
+        for (name, w) in &fields {
+            shift -= w;
+            b = match *name {
+                "node" => b.node(Field::at(shift, *w)),
+                "time" => b.time(Field::at(shift, *w)),
+                _ => b.counter(Field::at(shift, *w)),
+            };
+        }
+        b.build().map_err(|e| err(e.to_string()))
+    }
+
+    /// The spec text that [`Layout::parse_spec`] turns back into this layout (custom layouts).
+    pub fn spec(&self) -> String {
+        let mut fields = [("node", self.node), ("time", self.time), ("counter", self.counter)]
+            .into_iter()
+            .filter(|(_, f)| f.width() > 0)
+            .collect::<Vec<_>>();
+        fields.sort_by(|a, b| b.1.hi.shift.cmp(&a.1.hi.shift));
+        let mut s: Vec<String> = fields.iter().map(|(n, f)| format!("{n}:{}", f.width())).collect();
+        s.push(format!("tick={}ns", self.tick_ns));
+        s.push(format!("epoch={}", format_unix_ns(self.epoch_ns as i128, 9)));
+        s.join(",")
+    }
+}
+
+fn parse_duration(text: &str) -> Result<u64, String> {
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (num, unit) = text.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("tick {text:?} must be a number with a unit, e.g. 1ms or 10ms"))?;
+    let mult = match unit {
+        "ns" => 1,
+        "us" | "µs" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        _ => return Err(format!("tick unit {unit:?} is not one of ns, us, ms, s")),
+    };
+    let ns = n.checked_mul(mult).ok_or_else(|| format!("tick {text:?} is too long"))?;
+    if ns == 0 || Duration::from_nanos(ns) > Duration::from_secs(86_400) {
+        return Err(format!("tick {text:?} must be between 1ns and one day"));
+    }
+    Ok(ns)
+}
+
+/// Builds a [`Layout`] field by field; [`LayoutBuilder::build`] validates it.
+#[derive(Debug, Clone)]
+pub struct LayoutBuilder {
+    layout: Layout,
+}
+
+impl LayoutBuilder {
+    /// Sets the node field.
+    pub fn node(mut self, f: Field) -> Self {
+        self.layout.node = f;
+        self
+    }
+    /// Sets the time field.
+    pub fn time(mut self, f: Field) -> Self {
+        self.layout.time = f;
+        self
+    }
+    /// Sets the counter field.
+    pub fn counter(mut self, f: Field) -> Self {
+        self.layout.counter = f;
+        self
+    }
+    /// Sets the random field.
+    pub fn random(mut self, f: Field) -> Self {
+        self.layout.random = f;
+        self
+    }
+    /// Fixes `width` bits at `shift` to `value` (a UUID's version or variant).
+    pub fn fixed(mut self, shift: u32, width: u32, value: u128) -> Self {
+        let mask = Segment::new(shift, width).mask();
+        self.layout.fixed_mask |= mask;
+        self.layout.fixed_value |= (value << shift) & mask;
+        self
+    }
+    /// Sets the epoch in nanoseconds since the Unix epoch.
+    pub fn epoch_ns(mut self, ns: u64) -> Self {
+        self.layout.epoch_ns = ns;
+        self
+    }
+    /// Sets the tick unit in nanoseconds.
+    pub fn tick_ns(mut self, ns: u64) -> Self {
+        self.layout.tick_ns = ns;
+        self
+    }
+    /// Validates and returns the layout.
+    pub fn build(self) -> Result<Layout, Error> {
+        self.layout.validate()?;
+        Ok(self.layout)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_field_round_trips() {
+        let f = Field::split(Segment::new(64, 12), Segment::new(58, 4));
+        for v in [0u128, 1, 0xF, 0x10, 0xFFFF, 0xABCD] {
+            assert_eq!(f.extract(f.deposit(v)), v);
+        }
+        assert_eq!(f.deposit(0xFFFF), (0xFFFu128 << 64) | (0xF << 58));
+    }
+
+    #[test]
+    fn spec_errors_are_specific() {
+        let e = |s: &str| Layout::parse_spec(s).unwrap_err().to_string();
+        assert!(e("node:10,counter:12").contains("needs a time field"));
+        assert!(e("time:41,time:3").contains("given twice"));
+        assert!(e("time:x").contains("must be a number"));
+        assert!(e("time:41,tick=3 fortnights").contains("tick"));
+        assert!(e("time:41,colour=red").contains("unknown option"));
+        assert!(e("time:100,node:29").contains("at most 128"));
+        assert!(e("time:41,epoch=tomorrow").contains("invalid time"));
+        assert!(e("time:41,counter:40").contains("wider than 32"));
+        assert!(e("time:41,wibble:3").contains("unknown field"));
+    }
+
+    #[test]
+    fn spec_round_trips() {
+        let l = Layout::parse_spec("time:39,counter:8,node:16,tick=10ms,epoch=2014-09-01T00:00:00Z").unwrap();
+        assert_eq!(l.diagram(), "0(1) | time(39) | counter(8) | node(16)");
+        assert_eq!(Layout::parse_spec(&l.spec()).unwrap(), l);
+        assert_eq!(l.epoch_ns, 1_409_529_600_000_000_000);
+    }
+
+    #[test]
+    fn overlap_and_overflow_are_refused() {
+        let r = Layout::builder("x", 64)
+            .time(Field::at(10, 41))
+            .counter(Field::at(0, 12))
+            .build();
+        assert!(matches!(r, Err(Error::InvalidLayout(m)) if m.contains("overlaps")));
+        let r = Layout::builder("x", 64).time(Field::at(30, 41)).build();
+        assert!(matches!(r, Err(Error::InvalidLayout(m)) if m.contains("does not fit")));
+    }
+}

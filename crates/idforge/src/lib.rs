@@ -1,0 +1,45 @@
+//! # idforge
+//!
+//! Unique identifiers in every layout that matters, from one lock-free engine:
+//!
+//! ```text
+//!  Clock ──now──▶ Sequencer ──stamp──▶ Layout ──bits──▶ id ──▶ text
+//!  (wall ns)      last = max(tick(now) << c, last + 1), one CAS on a u64
+//! ```
+//!
+//! * [`Clock`]: [`WallClock`], or [`ManualClock`] for tests and backfills.
+//! * [`Sequencer`]: the single source of uniqueness, with explicit [`Policy`] for counter
+//!   exhaustion and a clock that steps back.
+//! * [`Layout`]: where node, time, counter, random and fixed bits sit; exact encode/decode.
+//! * [`Scheme`]: the presets ([`schemes`]: UUIDv7, uProtocol, GlobalId, Snowflake, Sonyflake)
+//!   and custom layouts; [`Generator`] makes ids of any of them.
+//! * [`text`]: decimal, hex, Crockford base32 and UUID text; [`inspect()`] decodes any id.
+//!
+//! ```
+//! use idforge::{Generator, Scheme, text::{encode, Format}};
+//! let g = Generator::new(&Scheme::Uuid7, None)?;
+//! let id = g.next()?;
+//! println!("{}", encode(id, 128, Format::Uuid));
+//! # Ok::<(), idforge::Error>(())
+//! ```
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod clock;
+pub mod error;
+pub mod generator;
+pub mod inspect;
+pub mod layout;
+pub mod schemes;
+pub mod sequencer;
+pub mod text;
+pub mod time;
+
+pub use clock::{Clock, ManualClock, WallClock};
+pub use error::Error;
+pub use generator::{Batch, Generator};
+pub use inspect::{inspect, Decoded};
+pub use layout::{Field, Layout, LayoutBuilder, Parts, Segment};
+pub use schemes::uuid7::uuid7;
+pub use schemes::Scheme;
+pub use sequencer::{OnClockBehind, OnExhausted, Policy, Sequencer, StampCell, StampRange, Timebase};

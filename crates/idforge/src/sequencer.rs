@@ -1,0 +1,638 @@
+//! The sequencer: the single source of uniqueness in idforge.
+//!
+//! Its whole state is one `u64` *stamp*: clock ticks since the layout's epoch, shifted left by the
+//! counter width, with the counter in the low bits. Every id is made from one stamp, and a stamp is
+//! issued at most once:
+//!
+//! ```text
+//! next = max(tick(now) << counter_bits, last + 1)      -- one compare-and-swap on `last`
+//! ```
+//!
+//! This is the algorithm of the uProtocol UUID builder (seed `000`) and of Chronicle's
+//! `MappedUniqueTimeProvider` (seed `001`), with the corner cases made explicit in a [`Policy`]:
+//!
+//! * **counter exhausted** within the current tick: [`OnExhausted::Wait`] for the next tick, or
+//!   [`OnExhausted::RunAhead`] of the wall clock by up to [`Policy::max_lead`] (then wait);
+//! * **wall clock behind the last stamp** (it stepped back, or an earlier run-ahead is not yet
+//!   caught up): keep issuing from the last stamp while it is at most `max_lead` ahead of the clock;
+//!   past that, [`OnClockBehind::Wait`] until the clock catches up or [`OnClockBehind::Fail`]
+//!   with [`Error::ClockBehind`].
+//!
+//! Neither policy can return a duplicate: every issued stamp is greater than the last one in the
+//! cell's modification order. How far the sequencer runs ahead of the clock is [`Sequencer::lead`].
+//!
+//! The stamp lives in a [`StampCell`]: an in-process `AtomicU64` by default; any other cell that
+//! offers load and compare-and-swap (a word in shared memory, a model-checked atomic) can hold it.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use strength_reduce::StrengthReducedU64;
+
+use crate::clock::{Clock, WallClock};
+use crate::error::Error;
+use crate::time::{format_unix_ns, year_of_unix_ns};
+
+/// What the sequencer does when a tick's counter is used up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnExhausted {
+    /// Wait for the wall clock to reach the next tick. Ids never run ahead of the clock because
+    /// of load (Twitter Snowflake, uProtocol).
+    Wait,
+    /// Borrow the next tick's counter now, running ahead of the wall clock by at most
+    /// [`Policy::max_lead`], then wait (Chronicle).
+    RunAhead,
+}
+
+/// What the sequencer does when the wall clock is further behind the last stamp than
+/// [`Policy::max_lead`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnClockBehind {
+    /// Block until the clock has caught up to within `max_lead` of the last stamp.
+    Wait,
+    /// Return [`Error::ClockBehind`] at once; nothing is issued.
+    Fail,
+}
+
+/// How a sequencer treats exhaustion and a clock that is behind. Every scheme documents its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policy {
+    /// Counter exhausted within the current tick.
+    pub on_exhausted: OnExhausted,
+    /// The most the last stamp may be ahead of the wall clock, for either reason.
+    pub max_lead: Duration,
+    /// Past `max_lead` because the clock is behind.
+    pub on_clock_behind: OnClockBehind,
+}
+
+impl Policy {
+    /// Wait at exhaustion; tolerate the clock stepping back by up to one second (issuing from the
+    /// last stamp meanwhile); fail beyond that. The default of every in-process scheme.
+    pub const DEFAULT: Policy = Policy {
+        on_exhausted: OnExhausted::Wait,
+        max_lead: Duration::from_secs(1),
+        on_clock_behind: OnClockBehind::Fail,
+    };
+
+    /// No bound at all: keep counting up from the last stamp however far the clock lags. Used
+    /// for a fixed clock (`idforge gen --at`), where the clock never moves.
+    pub const UNBOUNDED: Policy = Policy {
+        on_exhausted: OnExhausted::RunAhead,
+        max_lead: Duration::MAX,
+        on_clock_behind: OnClockBehind::Fail,
+    };
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy::DEFAULT
+    }
+}
+
+/// Where a sequencer keeps its stamp: anything with an atomic load and compare-and-swap on a `u64`.
+///
+/// Implementations must make `compare_exchange_weak` atomic with respect to every other access to
+/// the same cell (from any thread, or any process that shares it).
+pub trait StampCell: Send + Sync {
+    /// The current stamp.
+    fn load(&self) -> u64;
+    /// Replaces `current` by `new` if the cell still holds `current`; otherwise returns what it
+    /// holds. May fail spuriously.
+    fn compare_exchange_weak(&self, current: u64, new: u64) -> Result<u64, u64>;
+}
+
+// Memory ordering: Relaxed is enough. The stamp is the only shared datum; no other memory is
+// published through it. Uniqueness needs only that all read-modify-writes of one atomic are
+// totally ordered (its modification order), which holds for every ordering: a successful CAS from
+// `last` to `new` means no other CAS was placed between them, so two callers never install the same
+// value. Per-thread monotonicity follows from read-write coherence.
+impl StampCell for AtomicU64 {
+    #[inline]
+    fn load(&self) -> u64 {
+        AtomicU64::load(self, Ordering::Relaxed)
+    }
+    #[inline]
+    fn compare_exchange_weak(&self, current: u64, new: u64) -> Result<u64, u64> {
+        AtomicU64::compare_exchange_weak(self, current, new, Ordering::Relaxed, Ordering::Relaxed)
+    }
+}
+
+impl<S: StampCell + ?Sized> StampCell for &S {
+    #[inline]
+    fn load(&self) -> u64 {
+        (**self).load()
+    }
+    #[inline]
+    fn compare_exchange_weak(&self, current: u64, new: u64) -> Result<u64, u64> {
+        (**self).compare_exchange_weak(current, new)
+    }
+}
+
+impl<S: StampCell + ?Sized> StampCell for std::sync::Arc<S> {
+    #[inline]
+    fn load(&self) -> u64 {
+        (**self).load()
+    }
+    #[inline]
+    fn compare_exchange_weak(&self, current: u64, new: u64) -> Result<u64, u64> {
+        (**self).compare_exchange_weak(current, new)
+    }
+}
+
+/// The time base of a sequencer: epoch, tick unit, and the widths of time and counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timebase {
+    /// Nanoseconds since the Unix epoch of tick 0.
+    pub epoch_ns: u64,
+    /// Length of one tick in nanoseconds (1,000,000 for milliseconds).
+    pub tick_ns: u64,
+    /// Width of the time field in ticks. The stamp holds at most `64 - counter_bits` of them.
+    pub time_bits: u32,
+    /// Width of the counter in the low bits of the stamp.
+    pub counter_bits: u32,
+}
+
+impl Timebase {
+    /// Time bits the `u64` stamp can hold: the layout's, capped at `64 - counter_bits`.
+    pub fn stamp_time_bits(&self) -> u32 {
+        self.time_bits.min(64 - self.counter_bits)
+    }
+
+    /// The largest stamp: last tick the time field holds, counter at its maximum.
+    pub fn max_stamp(&self) -> u64 {
+        let bits = self.stamp_time_bits() + self.counter_bits;
+        if bits >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << bits) - 1
+        }
+    }
+
+    /// Unix nanoseconds at which the time field runs out (saturating).
+    pub fn end_unix_ns(&self) -> u128 {
+        let ticks = 1u128 << self.stamp_time_bits();
+        ticks * self.tick_ns as u128 + self.epoch_ns as u128
+    }
+
+    /// Checks the widths and the tick unit.
+    pub fn validate(&self) -> Result<(), Error> {
+        if self.tick_ns == 0 {
+            return Err(Error::InvalidLayout("the tick unit must be at least 1 ns".into()));
+        }
+        if self.counter_bits > 32 {
+            return Err(Error::InvalidLayout(format!(
+                "a counter of {} bits leaves the stamp too few time bits; use at most 32",
+                self.counter_bits
+            )));
+        }
+        if self.time_bits == 0 {
+            return Err(Error::InvalidLayout("the time field needs at least 1 bit".into()));
+        }
+        Ok(())
+    }
+}
+
+/// A range of stamps taken in one atomic step by [`Sequencer::reserve`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StampRange {
+    /// The first stamp.
+    pub start: u64,
+    /// How many consecutive stamps, `start..start + len`.
+    pub len: u64,
+}
+
+impl Iterator for StampRange {
+    type Item = u64;
+    #[inline]
+    fn next(&mut self) -> Option<u64> {
+        if self.len == 0 {
+            return None;
+        }
+        let s = self.start;
+        self.start += 1;
+        self.len -= 1;
+        Some(s)
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = usize::try_from(self.len).unwrap_or(usize::MAX);
+        (n, Some(n))
+    }
+}
+
+impl ExactSizeIterator for StampRange {}
+
+/// The lock-free sequencer. See the [module documentation](self).
+///
+/// ```
+/// use idforge::{ManualClock, Policy, Sequencer, Timebase};
+/// let clock = ManualClock::new(5_000_000); // 5 ms after the epoch, frozen
+/// let tb = Timebase { epoch_ns: 0, tick_ns: 1_000_000, time_bits: 48, counter_bits: 12 };
+/// let seq = Sequencer::new(clock.clone(), tb, Policy::DEFAULT).unwrap();
+/// assert_eq!(seq.next().unwrap(), 5 << 12);       // tick 5, counter 0
+/// assert_eq!(seq.next().unwrap(), (5 << 12) + 1); // same tick, counter 1
+/// clock.advance(1_000_000);
+/// assert_eq!(seq.next().unwrap(), 6 << 12);       // new tick: counter resets
+/// ```
+pub struct Sequencer<C: Clock = WallClock, S: StampCell = AtomicU64> {
+    clock: C,
+    cell: S,
+    tb: Timebase,
+    tick: StrengthReducedU64,
+    max_stamp: u64,
+    max_lead_ticks: u64,
+    policy: Policy,
+}
+
+impl<C: Clock + std::fmt::Debug, S: StampCell> std::fmt::Debug for Sequencer<C, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sequencer")
+            .field("clock", &self.clock)
+            .field("last", &self.cell.load())
+            .field("timebase", &self.tb)
+            .field("policy", &self.policy)
+            .finish()
+    }
+}
+
+impl<C: Clock> Sequencer<C, AtomicU64> {
+    /// A sequencer with an in-process stamp starting at zero.
+    pub fn new(clock: C, timebase: Timebase, policy: Policy) -> Result<Self, Error> {
+        Self::with_cell(clock, AtomicU64::new(0), timebase, policy)
+    }
+}
+
+/// Outcome of one look at the clock and the last stamp.
+enum Step {
+    /// Install `end` over `last`; the range starts at `start`.
+    Take { start: u64, end: u64 },
+    /// Wait this many nanoseconds of clock time, then look again.
+    Wait(u64),
+}
+
+impl<C: Clock, S: StampCell> Sequencer<C, S> {
+    /// A sequencer over a given cell (shared memory, a model-checked atomic, ...).
+    pub fn with_cell(clock: C, cell: S, timebase: Timebase, policy: Policy) -> Result<Self, Error> {
+        timebase.validate()?;
+        let tick = StrengthReducedU64::new(timebase.tick_ns);
+        let max_lead_ticks =
+            u64::try_from(policy.max_lead.as_nanos() / timebase.tick_ns as u128).unwrap_or(u64::MAX);
+        Ok(Sequencer {
+            clock,
+            cell,
+            max_stamp: timebase.max_stamp(),
+            tb: timebase,
+            tick,
+            max_lead_ticks,
+            policy,
+        })
+    }
+
+    /// The next stamp: unique, and greater than every stamp issued before it from this cell.
+    #[inline]
+    pub fn next(&self) -> Result<u64, Error> {
+        self.take(1)
+    }
+
+    /// `n` consecutive stamps in one atomic step, for batches. `n` is at most one tick's counter
+    /// capacity (`1 << counter_bits`); `n == 0` returns an empty range without touching the cell.
+    ///
+    /// ```
+    /// use idforge::{ManualClock, Policy, Sequencer, Timebase};
+    /// let tb = Timebase { epoch_ns: 0, tick_ns: 1_000_000, time_bits: 41, counter_bits: 12 };
+    /// let seq = Sequencer::new(ManualClock::new(7_000_000), tb, Policy::DEFAULT).unwrap();
+    /// let batch = seq.reserve(64).unwrap();
+    /// assert_eq!(batch.len, 64);
+    /// assert_eq!(seq.next().unwrap(), batch.start + 64);
+    /// ```
+    pub fn reserve(&self, n: u64) -> Result<StampRange, Error> {
+        if n == 0 {
+            return Ok(StampRange { start: 0, len: 0 });
+        }
+        let cap = 1u64 << self.tb.counter_bits;
+        if n > cap {
+            return Err(Error::ReserveTooLarge {
+                requested: n,
+                max: cap,
+            });
+        }
+        self.take(n).map(|start| StampRange { start, len: n })
+    }
+
+    /// How far the last issued stamp is ahead of the wall clock (zero when it is not).
+    pub fn lead(&self) -> Duration {
+        let now_tick = self.tick_of(self.clock.now_ns());
+        let last_tick = self.cell.load() >> self.tb.counter_bits;
+        let ticks = last_tick.saturating_sub(now_tick) as u128;
+        duration_ns(ticks * self.tb.tick_ns as u128)
+    }
+
+    /// The last stamp issued (0 before the first).
+    pub fn last_stamp(&self) -> u64 {
+        self.cell.load()
+    }
+
+    /// The clock this sequencer reads.
+    pub fn clock(&self) -> &C {
+        &self.clock
+    }
+
+    /// The time base.
+    pub fn timebase(&self) -> &Timebase {
+        &self.tb
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Unix nanoseconds of the start of a stamp's tick.
+    pub fn stamp_unix_ns(&self, stamp: u64) -> u128 {
+        (stamp >> self.tb.counter_bits) as u128 * self.tb.tick_ns as u128 + self.tb.epoch_ns as u128
+    }
+
+    #[inline]
+    fn tick_of(&self, now_ns: u64) -> u64 {
+        now_ns.saturating_sub(self.tb.epoch_ns) / self.tick
+    }
+
+    /// Takes `n >= 1` consecutive stamps; returns the first.
+    #[inline]
+    fn take(&self, n: u64) -> Result<u64, Error> {
+        let mut last = self.cell.load();
+        loop {
+            let now = self.clock.now_ns();
+            match self.step(now, last, n)? {
+                Step::Take { start, end } => match self.cell.compare_exchange_weak(last, end) {
+                    Ok(_) => return Ok(start),
+                    Err(actual) => last = actual,
+                },
+                Step::Wait(ns) => {
+                    // Re-check at least every 50 ms: a stepped clock may be corrected meanwhile.
+                    self.clock.pause(ns.min(50_000_000));
+                    last = self.cell.load();
+                }
+            }
+        }
+    }
+
+    /// The decision of one loop iteration, apart from the CAS. Pure: easy to test and to model.
+    #[inline]
+    fn step(&self, now: u64, last: u64, n: u64) -> Result<Step, Error> {
+        if now < self.tb.epoch_ns {
+            return Err(Error::BeforeEpoch {
+                time: format_unix_ns(now as i128, 9),
+                epoch: format_unix_ns(self.tb.epoch_ns as i128, 9),
+            });
+        }
+        let cb = self.tb.counter_bits;
+        let now_tick = (now - self.tb.epoch_ns) / self.tick;
+        // `now_tick << cb` cannot lose bits the layout holds: a now past the layout's range makes
+        // `floor` or `end` exceed `max_stamp` below (or the shift overflow, checked).
+        let floor = now_tick.checked_shl(cb).filter(|f| f >> cb == now_tick);
+        let start = match floor {
+            Some(f) => f.max(last.wrapping_add(1)),
+            None => return Err(self.out_of_range(now)),
+        };
+        let end = match start.checked_add(n - 1) {
+            Some(e) if e <= self.max_stamp && start > last => e,
+            _ => return Err(self.out_of_range(now)),
+        };
+        let end_tick = end >> cb;
+        if end_tick <= now_tick {
+            return Ok(Step::Take { start, end });
+        }
+        // The range would be ahead of the wall clock.
+        let last_tick = last >> cb;
+        let behind = last_tick.saturating_sub(now_tick);
+        if behind > self.max_lead_ticks {
+            // The clock fell behind the last stamp by more than the bound: it stepped back.
+            return match self.policy.on_clock_behind {
+                OnClockBehind::Fail => Err(Error::ClockBehind {
+                    behind: duration_ns(behind as u128 * self.tb.tick_ns as u128),
+                    max_lead: self.policy.max_lead,
+                }),
+                OnClockBehind::Wait => Ok(Step::Wait(self.ns_until(now, last_tick - self.max_lead_ticks))),
+            };
+        }
+        let lead = end_tick - now_tick;
+        let may_lead = self.policy.on_exhausted == OnExhausted::RunAhead || last_tick > now_tick;
+        if may_lead && lead <= self.max_lead_ticks {
+            return Ok(Step::Take { start, end });
+        }
+        // Exhausted: wait until the clock reaches the tick where the range is allowed.
+        let target = if may_lead {
+            end_tick - self.max_lead_ticks
+        } else {
+            end_tick
+        };
+        Ok(Step::Wait(self.ns_until(now, target)))
+    }
+
+    /// Clock nanoseconds from `now` to the start of `tick`.
+    fn ns_until(&self, now: u64, tick: u64) -> u64 {
+        let at = (tick as u128) * self.tb.tick_ns as u128 + self.tb.epoch_ns as u128;
+        u64::try_from(at.saturating_sub(now as u128)).unwrap_or(u64::MAX).max(1)
+    }
+
+    #[cold]
+    fn out_of_range(&self, now: u64) -> Error {
+        let end = self.tb.end_unix_ns();
+        Error::TimeOutOfRange {
+            scheme: "this layout".into(),
+            time: format_unix_ns(now as i128, 9),
+            year: year_of_unix_ns(end),
+        }
+    }
+}
+
+fn duration_ns(ns: u128) -> Duration {
+    Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use std::collections::HashSet;
+    use std::sync::Arc;
+
+    const MS: u64 = 1_000_000;
+    const HOUR: u64 = 3_600_000 * MS;
+
+    fn tb(counter_bits: u32) -> Timebase {
+        Timebase {
+            epoch_ns: 0,
+            tick_ns: MS,
+            time_bits: 48,
+            counter_bits,
+        }
+    }
+
+    fn policy(on_exhausted: OnExhausted, max_lead_ms: u64, on_clock_behind: OnClockBehind) -> Policy {
+        Policy {
+            on_exhausted,
+            max_lead: Duration::from_millis(max_lead_ms),
+            on_clock_behind,
+        }
+    }
+
+    #[test]
+    fn frozen_clock_counts_up_then_waits_for_next_tick() {
+        let clock = ManualClock::new(1_000 * MS);
+        let seq = Arc::new(Sequencer::new(clock.clone(), tb(4), Policy::DEFAULT).unwrap());
+        let ids: Vec<u64> = (0..16).map(|_| seq.next().unwrap()).collect();
+        assert_eq!(ids, ((1_000 << 4)..(1_000 << 4) + 16).collect::<Vec<_>>());
+        // The 17th would need tick 1001: under Wait it blocks until the clock gets there.
+        let s2 = seq.clone();
+        let waiter = std::thread::spawn(move || s2.next().unwrap());
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!waiter.is_finished(), "Wait must block while the clock is frozen");
+        assert_eq!(seq.lead(), Duration::ZERO);
+        clock.advance(MS);
+        assert_eq!(waiter.join().unwrap(), 1_001 << 4);
+    }
+
+    #[test]
+    fn run_ahead_borrows_ticks_up_to_the_bound_then_waits() {
+        let clock = ManualClock::new(1_000 * MS);
+        let p = policy(OnExhausted::RunAhead, 2, OnClockBehind::Fail);
+        let seq = Arc::new(Sequencer::new(clock.clone(), tb(2), p).unwrap());
+        // Ticks 1000, 1001, 1002 (lead 2 ms) are allowed: 12 stamps.
+        let ids: Vec<u64> = (0..12).map(|_| seq.next().unwrap()).collect();
+        assert_eq!(ids, ((1_000 << 2)..(1_000 << 2) + 12).collect::<Vec<_>>());
+        assert_eq!(seq.lead(), Duration::from_millis(2));
+        let s2 = seq.clone();
+        let waiter = std::thread::spawn(move || s2.next().unwrap());
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!waiter.is_finished(), "past the bound RunAhead must wait");
+        clock.advance(MS);
+        assert_eq!(waiter.join().unwrap(), 1_003 << 2);
+        assert_eq!(seq.lead(), Duration::from_millis(2));
+    }
+
+    #[test]
+    fn clock_stepped_back_an_hour_fails_without_duplicates() {
+        let clock = ManualClock::new(10 * HOUR);
+        let seq = Sequencer::new(clock.clone(), tb(12), Policy::DEFAULT).unwrap();
+        let before = seq.next().unwrap();
+        clock.step_back(HOUR);
+        let err = seq.next().unwrap_err();
+        assert!(matches!(err, Error::ClockBehind { behind, .. } if behind == Duration::from_secs(3600)));
+        assert!(err.to_string().contains("Fix the clock"));
+        assert_eq!(seq.last_stamp(), before, "a refused call issues nothing");
+        assert_eq!(seq.lead(), Duration::from_secs(3600));
+        clock.advance(HOUR);
+        assert!(seq.next().unwrap() > before);
+    }
+
+    #[test]
+    fn clock_stepped_back_within_bound_keeps_issuing_from_last() {
+        let clock = ManualClock::new(10 * HOUR);
+        let seq = Sequencer::new(clock.clone(), tb(2), Policy::DEFAULT).unwrap();
+        let first = seq.next().unwrap();
+        clock.step_back(500 * MS);
+        let mut prev = first;
+        // Even with the counter exhausted while behind, it keeps counting up from the last stamp
+        // (into later ticks) as long as it stays within the 1 s bound.
+        for _ in 0..100 {
+            let s = seq.next().unwrap();
+            assert_eq!(s, prev + 1);
+            prev = s;
+        }
+        assert!(seq.lead() >= Duration::from_millis(500));
+    }
+
+    #[test]
+    fn clock_stepped_back_an_hour_waits_under_wait_policy() {
+        let clock = ManualClock::new(10 * HOUR);
+        let p = policy(OnExhausted::Wait, 1_000, OnClockBehind::Wait);
+        let seq = Arc::new(Sequencer::new(clock.clone(), tb(12), p).unwrap());
+        let before = seq.next().unwrap();
+        clock.step_back(HOUR);
+        let s2 = seq.clone();
+        let waiter = std::thread::spawn(move || s2.next().unwrap());
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!waiter.is_finished(), "Wait must block while the clock is an hour behind");
+        clock.advance(HOUR - 999 * MS); // now 999 ms behind: within the bound
+        let after = waiter.join().unwrap();
+        assert_eq!(after, before + 1, "continues right after the last stamp");
+    }
+
+    #[test]
+    fn unbounded_policy_on_a_frozen_clock_never_repeats() {
+        let clock = ManualClock::new(HOUR);
+        let seq = Sequencer::new(clock, tb(4), Policy::UNBOUNDED).unwrap();
+        let mut seen = HashSet::new();
+        let mut prev = 0;
+        for _ in 0..10_000 {
+            let s = seq.next().unwrap();
+            assert!(s > prev);
+            assert!(seen.insert(s));
+            prev = s;
+        }
+        assert_eq!(seq.lead(), Duration::from_millis(10_000 / 16 - 1));
+    }
+
+    #[test]
+    fn reserve_is_contiguous_and_bounded() {
+        let clock = ManualClock::new(HOUR);
+        let seq = Sequencer::new(clock.clone(), tb(6), Policy::DEFAULT).unwrap();
+        let r = seq.reserve(64).unwrap();
+        assert_eq!(r.start, (HOUR / MS) << 6);
+        assert_eq!(r.collect::<Vec<_>>().len(), 64);
+        assert!(matches!(seq.reserve(65), Err(Error::ReserveTooLarge { requested: 65, max: 64 })));
+        assert_eq!(seq.reserve(0).unwrap().len, 0);
+        // The counter is used up in this tick, so under Wait the next range starts at tick + 1.
+        clock.advance(MS);
+        assert_eq!(seq.reserve(10).unwrap().start, ((HOUR / MS) + 1) << 6);
+    }
+
+    #[test]
+    fn time_beyond_the_layout_names_the_year() {
+        let t = Timebase {
+            epoch_ns: 0,
+            tick_ns: 1_000_000_000,
+            time_bits: 31,
+            counter_bits: 0,
+        };
+        // 2^31 seconds after 1970 is 2038-01-19.
+        let clock = ManualClock::new((1u64 << 31) * 1_000_000_000);
+        let seq = Sequencer::new(clock, t, Policy::DEFAULT).unwrap();
+        match seq.next() {
+            Err(Error::TimeOutOfRange { year, .. }) => assert_eq!(year, 2038),
+            other => panic!("expected TimeOutOfRange, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn before_epoch_is_an_error() {
+        let t = Timebase {
+            epoch_ns: 2 * HOUR,
+            tick_ns: MS,
+            time_bits: 41,
+            counter_bits: 12,
+        };
+        let seq = Sequencer::new(ManualClock::new(HOUR), t, Policy::DEFAULT).unwrap();
+        assert!(matches!(seq.next(), Err(Error::BeforeEpoch { .. })));
+    }
+
+    #[test]
+    fn threads_on_one_sequencer_never_collide() {
+        let seq = Sequencer::new(WallClock, tb(12), Policy::DEFAULT).unwrap();
+        let all: Vec<Vec<u64>> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..4)
+                .map(|_| s.spawn(|| (0..20_000).map(|_| seq.next().unwrap()).collect::<Vec<_>>()))
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let mut set = HashSet::new();
+        for v in &all {
+            assert!(v.windows(2).all(|w| w[0] < w[1]));
+            for s in v {
+                assert!(set.insert(*s));
+            }
+        }
+        assert_eq!(set.len(), 80_000);
+    }
+}
