@@ -1,1 +1,408 @@
-fn main() {}
+//! `idforge`: generate unique ids in any scheme, decode them, list the schemes.
+
+use std::io::{self, BufRead, IsTerminal, Write};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use idforge::schemes::uprotocol_v8;
+use idforge::text::{self, Format};
+use idforge::{
+    inspect, Clock, Decoded, Error, Generator, Layout, ManualClock, OnClockBehind, OnExhausted, Policy,
+    Scheme, StampCell,
+};
+
+/// Unique ids in every layout that matters: UUIDv7, uProtocol, GlobalId, Snowflake, Sonyflake
+/// and custom layouts, from one lock-free engine.
+#[derive(Parser, Debug)]
+#[command(name = "idforge", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Generate ids, one per line.
+    #[command(after_help = "Examples:\n  idforge gen uuid7 -n 5\n  idforge gen snowflake --node 7 -n 3 --format hex\n  idforge gen global-id --node 18 --at 2024-01-01T00:00:00Z -n 3\n  idforge gen custom --layout time:41,node:10,counter:12,tick=1ms,epoch=2020-01-01T00:00:00Z --node 1")]
+    Gen(GenArgs),
+    /// Decode ids into their parts (time, node, counter, version).
+    #[command(after_help = "Examples:\n  idforge inspect 017f22e2-79b0-7cc3-98c4-dc0c0c07398f\n  idforge inspect --scheme snowflake --json 1541815603606036480\n  idforge gen uuid7 -n 3 | idforge inspect -")]
+    Inspect(InspectArgs),
+    /// List every scheme with its layout, capacity and the year it runs out.
+    Schemes,
+}
+
+#[derive(Args, Debug)]
+struct GenArgs {
+    /// The scheme: uuid7, uprotocol, uprotocol-v8, global-id, global-id-128, snowflake, sonyflake,
+    /// or custom (with --layout).
+    scheme: String,
+    /// How many ids to generate.
+    #[arg(short = 'n', long = "count", default_value_t = 1)]
+    count: u64,
+    /// Node id for schemes with a node field (falls back to IDFORGE_NODE). Required there:
+    /// idforge never picks a random node.
+    #[arg(long)]
+    node: Option<u64>,
+    /// Output format: dec, hex, base32 or uuid (default: uuid for UUID schemes, dec otherwise).
+    #[arg(long, short = 'f')]
+    format: Option<Format>,
+    /// Layout of the custom scheme: fields from the most significant bit down, then options.
+    /// Example: time:41,node:10,counter:12,tick=1ms,epoch=2020-01-01T00:00:00Z
+    #[arg(long)]
+    layout: Option<String>,
+    /// Generate on a clock fixed at this RFC 3339 time (backfills, reproducible examples): the first
+    /// id is at that time and the counter carries on into later ticks as needed.
+    #[arg(long)]
+    at: Option<String>,
+    /// When a tick's counter runs out, run ahead of the wall clock (up to --max-lead) instead of
+    /// waiting for the next tick.
+    #[arg(long)]
+    run_ahead: bool,
+    /// How far ids may run ahead of the wall clock, in milliseconds (default 1000).
+    #[arg(long, value_name = "MS")]
+    max_lead: Option<u64>,
+    /// When the clock is further behind the last id than --max-lead: fail (default) or wait.
+    #[arg(long, value_enum)]
+    on_clock_behind: Option<BehindArg>,
+    /// Show progress on stderr (default: when stderr is a terminal and COUNT >= 1,000,000).
+    #[arg(long)]
+    progress: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum BehindArg {
+    Fail,
+    Wait,
+}
+
+#[derive(Args, Debug)]
+struct InspectArgs {
+    /// Ids to decode; `-` reads ids from standard input, one per line.
+    #[arg(required = true)]
+    ids: Vec<String>,
+    /// The scheme of integer ids (UUIDs are recognised by their version).
+    #[arg(long, short = 's')]
+    scheme: Option<String>,
+    /// Layout of the custom scheme (see `idforge gen --help`).
+    #[arg(long)]
+    layout: Option<String>,
+    /// Read ids in this format instead of detecting it: dec, hex, base32, uuid.
+    #[arg(long, short = 'f')]
+    format: Option<Format>,
+    /// Print one JSON object per id (ids and large numbers as strings).
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Gen(a) => gen(a),
+        Command::Inspect(a) => inspect_cmd(a),
+        Command::Schemes => schemes(),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            if is_broken_pipe(&e) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("idforge: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<io::Error>()
+        .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+}
+
+/// The scheme named on the command line, with `--layout` for `custom`.
+fn resolve_scheme(name: &str, layout: Option<&str>) -> Result<Scheme, Error> {
+    match (name, layout) {
+        ("custom", Some(spec)) => Ok(Scheme::Custom(Layout::parse_spec(spec)?)),
+        ("custom", None) => Err(Error::InvalidLayoutSpec {
+            spec: String::new(),
+            reason: "the custom scheme needs --layout".into(),
+        }),
+        (other, Some(_)) => Err(Error::InvalidLayoutSpec {
+            spec: layout.unwrap_or_default().into(),
+            reason: format!("--layout only applies to the custom scheme, not {other}"),
+        }),
+        (other, None) => Scheme::from_name(other),
+    }
+}
+
+fn env_node() -> anyhow::Result<Option<u64>> {
+    match std::env::var("IDFORGE_NODE") {
+        Ok(v) if !v.trim().is_empty() => v.trim().parse().map(Some).map_err(|_| {
+            anyhow::anyhow!("IDFORGE_NODE={v:?} is not a node id: set it to a non-negative integer")
+        }),
+        _ => Ok(None),
+    }
+}
+
+fn gen(a: GenArgs) -> anyhow::Result<ExitCode> {
+    let scheme = resolve_scheme(&a.scheme, a.layout.as_deref())?;
+    let format = a.format.unwrap_or_else(|| scheme.default_format());
+    let layout = scheme.layout();
+    text::check_format(format, layout.bits, scheme.uuid_version().is_some(), scheme.name())?;
+    // --node is taken as given; IDFORGE_NODE only where the scheme has a node field, so a
+    // machine-wide setting does not break `gen uuid7`.
+    let node = match a.node {
+        Some(n) => Some(n),
+        None if scheme.needs_node() => env_node()?,
+        None => None,
+    };
+    let mut policy = scheme.default_policy();
+    if a.run_ahead {
+        policy.on_exhausted = OnExhausted::RunAhead;
+    }
+    if let Some(ms) = a.max_lead {
+        policy.max_lead = Duration::from_millis(ms);
+    }
+    if let Some(b) = a.on_clock_behind {
+        policy.on_clock_behind = match b {
+            BehindArg::Fail => OnClockBehind::Fail,
+            BehindArg::Wait => OnClockBehind::Wait,
+        };
+    }
+    let progress = a.progress || (a.count >= 1_000_000 && io::stderr().is_terminal());
+    let out = Output {
+        count: a.count,
+        format,
+        bits: layout.bits,
+        progress,
+    };
+    if scheme == Scheme::UProtocolV8 {
+        if a.at.is_some() {
+            anyhow::bail!("uprotocol-v8 is a process-wide singleton on the wall clock, so --at cannot be used with it; use uprotocol (UUIDv7) for backfills");
+        }
+        if node.is_some() {
+            anyhow::bail!("uprotocol-v8 draws its rand_b once per process; it takes no --node");
+        }
+        return out.write(uprotocol_v8::generator());
+    }
+    match a.at {
+        Some(at) => {
+            let t = idforge::time::parse_rfc3339(&at)?;
+            // A fixed clock never moves: let the counter carry into later ticks without bound.
+            let g = Generator::with_clock(&scheme, node, ManualClock::new(t), Policy::UNBOUNDED)?;
+            out.write(&g)
+        }
+        None => out.write(&Generator::with_clock(&scheme, node, idforge::WallClock, policy)?),
+    }
+}
+
+struct Output {
+    count: u64,
+    format: Format,
+    bits: u32,
+    progress: bool,
+}
+
+impl Output {
+    fn write<C: Clock, S: StampCell>(&self, g: &Generator<C, S>) -> anyhow::Result<ExitCode> {
+        let stdout = io::stdout();
+        let mut w = io::BufWriter::with_capacity(1 << 16, stdout.lock());
+        // Take ids in batches: one CAS per batch, never more than one tick's counter.
+        let chunk = (g.layout().ids_per_tick().min(64)) as u64;
+        let start = Instant::now();
+        let mut last_report = start;
+        let mut done = 0u64;
+        while done < self.count {
+            let n = chunk.min(self.count - done);
+            for id in g.reserve(n)? {
+                let t = text::encode(id, self.bits, self.format);
+                w.write_all(t.as_bytes())?;
+                w.write_all(b"\n")?;
+            }
+            done += n;
+            if self.progress && done % (1 << 16) < n {
+                let now = Instant::now();
+                if now.duration_since(last_report) >= Duration::from_millis(500) {
+                    last_report = now;
+                    let secs = now.duration_since(start).as_secs_f64();
+                    eprint!(
+                        "\ridforge: {done}/{} ids ({:.0}%), {:.1} M ids/s   ",
+                        self.count,
+                        done as f64 * 100.0 / self.count as f64,
+                        done as f64 / secs / 1e6
+                    );
+                }
+            }
+        }
+        w.flush()?;
+        if self.progress {
+            let secs = start.elapsed().as_secs_f64();
+            eprintln!(
+                "\ridforge: {done} ids in {secs:.2} s ({:.1} M ids/s)            ",
+                done as f64 / secs.max(1e-9) / 1e6
+            );
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+fn inspect_cmd(a: InspectArgs) -> anyhow::Result<ExitCode> {
+    let scheme = match &a.scheme {
+        Some(name) => Some(resolve_scheme(name, a.layout.as_deref())?),
+        None if a.layout.is_some() => Some(resolve_scheme("custom", a.layout.as_deref())?),
+        None => None,
+    };
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let mut failures = 0u64;
+    let mut one = |id: &str, out: &mut dyn Write| -> io::Result<()> {
+        match inspect(id, scheme.as_ref(), a.format) {
+            Ok(d) => {
+                if a.json {
+                    writeln!(out, "{}", to_json(&d))
+                } else {
+                    writeln!(out, "{}", to_line(&d))
+                }
+            }
+            Err(e) => {
+                failures += 1;
+                out.flush()?;
+                eprintln!("idforge: {}: {e}", id.trim());
+                Ok(())
+            }
+        }
+    };
+    for arg in &a.ids {
+        if arg == "-" {
+            for line in io::stdin().lock().lines() {
+                let line = line?;
+                if !line.trim().is_empty() {
+                    one(&line, &mut out)?;
+                }
+            }
+        } else {
+            one(arg, &mut out)?;
+        }
+    }
+    out.flush()?;
+    Ok(if failures == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Whether a number is exact as a JSON number in every reader (doubles hold integers to 2^53).
+fn json_safe(n: u128) -> bool {
+    n <= (1u128 << 53)
+}
+
+fn to_json(d: &Decoded) -> serde_json::Value {
+    use serde_json::{json, Map, Value};
+    let mut m = Map::new();
+    m.insert("id".into(), json!(d.input));
+    m.insert("scheme".into(), json!(d.scheme));
+    m.insert("value".into(), json!(text::encode(d.value, d.bits, Format::Dec).to_string()));
+    m.insert("unix_ms".into(), json!(d.unix_ms() as u64));
+    m.insert("unix_ns".into(), json!(d.unix_ns.to_string()));
+    m.insert("time".into(), json!(d.time));
+    let num = |n: u128| -> Value {
+        if json_safe(n) {
+            json!(n as u64)
+        } else {
+            json!(n.to_string())
+        }
+    };
+    if let Some(node) = d.node {
+        if d.scheme == "uprotocol-v8" {
+            m.insert("rand_b".into(), json!(format!("{node:016x}")));
+        } else {
+            m.insert("node".into(), num(node));
+        }
+    }
+    if let Some(c) = d.counter {
+        m.insert("counter".into(), num(c));
+    }
+    if let Some(r) = d.random {
+        m.insert("random".into(), json!(format!("{r:x}")));
+    }
+    if let Some(v) = d.version {
+        m.insert("version".into(), json!(v));
+    }
+    if let Some(v) = d.variant {
+        m.insert("variant".into(), json!(format!("0b{v:02b}")));
+    }
+    Value::Object(m)
+}
+
+fn to_line(d: &Decoded) -> String {
+    let mut s = format!("{}  scheme={} time={} unix_ms={}", d.canonical, d.scheme, d.time, d.unix_ms());
+    if let Some(node) = d.node {
+        if d.scheme == "uprotocol-v8" {
+            s.push_str(&format!(" rand_b={node:016x}"));
+        } else {
+            s.push_str(&format!(" node={node}"));
+        }
+    }
+    if let Some(c) = d.counter {
+        s.push_str(&format!(" counter={c}"));
+    }
+    if let Some(v) = d.version {
+        s.push_str(&format!(" version={v}"));
+    }
+    if let Some(v) = d.variant {
+        s.push_str(&format!(" variant=0b{v:02b}"));
+    }
+    s
+}
+
+fn schemes() -> anyhow::Result<ExitCode> {
+    let mut out = io::stdout().lock();
+    writeln!(
+        out,
+        "{:<14} {:>4}  {:>9} {:>14} {:>9} {:>9}  layout (most significant bit first)",
+        "scheme", "bits", "ids/tick", "ids/s/node", "nodes", "runs out"
+    )?;
+    for s in Scheme::PRESETS.iter() {
+        let l = s.layout();
+        let nodes = if l.node.width() == 0 || *s == Scheme::UProtocolV8 {
+            "-".to_string()
+        } else {
+            l.node_count().to_string()
+        };
+        writeln!(
+            out,
+            "{:<14} {:>4}  {:>9} {:>14} {:>9} {:>9}  {}",
+            s.name(),
+            l.bits,
+            l.ids_per_tick(),
+            format!("{:.0}", l.ids_per_second()),
+            nodes,
+            l.end_year(),
+            l.diagram()
+        )?;
+        writeln!(
+            out,
+            "{:<14}       tick {}, epoch {}; {}",
+            "",
+            tick_text(l.tick_ns),
+            idforge::time::format_unix_ns(l.epoch_ns as i128, 3),
+            s.summary()
+        )?;
+    }
+    writeln!(
+        out,
+        "custom         --layout time:41,node:10,counter:12,tick=1ms,epoch=2020-01-01T00:00:00Z (fields from the most significant bit)"
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn tick_text(ns: u64) -> String {
+    match ns {
+        n if n % 1_000_000_000 == 0 => format!("{} s", n / 1_000_000_000),
+        n if n % 1_000_000 == 0 => format!("{} ms", n / 1_000_000),
+        n if n % 1_000 == 0 => format!("{} us", n / 1_000),
+        n => format!("{n} ns"),
+    }
+}

@@ -202,8 +202,8 @@ impl Layout {
         if self.node.width() > 64 {
             return bad(format!("a node field of {} bits is wider than 64", self.node.width()));
         }
-        if self.time.width() == 0 || self.time.width() > 64 {
-            return bad(format!("the time field needs 1 to 64 bits, not {}", self.time.width()));
+        if self.time.width() == 0 {
+            return bad("a layout needs a time field of at least 1 bit".into());
         }
         if self.counter.width() > 32 {
             return bad(format!("a counter of {} bits is wider than 32", self.counter.width()));

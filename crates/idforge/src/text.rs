@@ -166,7 +166,7 @@ pub fn check_format(format: Format, bits: u32, is_uuid: bool, scheme: &str) -> R
 pub fn detect(text: &str, bits: u32) -> Option<Format> {
     let t = text.trim();
     let b = t.as_bytes();
-    if b.len() == 36 && b[8] == b'-' {
+    if b.len() == 36 {
         Some(Format::Uuid)
     } else if t.starts_with("0x") || t.starts_with("0X") {
         Some(Format::Hex)

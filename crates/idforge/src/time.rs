@@ -110,7 +110,7 @@ mod tests {
 
     #[test]
     fn agrees_with_jiff_in_its_range() {
-        for secs in [0i64, 1, 86_399, 86_400, 951_868_799, 4_102_444_800, 253_402_300_799] {
+        for secs in [0i64, 1, 86_399, 86_400, 951_868_799, 4_102_444_800, 253_402_200_000] {
             let ns = secs as i128 * NS_PER_S + 123_456_789;
             let ours = format_unix_ns(ns, 9);
             let theirs = jiff::Timestamp::from_nanosecond(ns).unwrap();

@@ -2,8 +2,12 @@
 //!
 //! ```text
 //!  64-bit:  node(10) | time(47) | counter(7)     1024 nodes, 128 ids per ms per node
-//! 128-bit:  node(20) | time(71) | counter(17)    a million nodes, 131,072 ids per ms per node
+//! 128-bit:  0(20) | node(20) | time(71) | counter(17)    a million nodes, 131,072 ids per ms per node
 //! ```
+//!
+//! The article's 128-bit split adds up to 108 bits. As the Elixir bitstring
+//! `<<node::20, time::71, counter::17>>` read as an integer, it sits in the low 108 bits of the
+//! `u128`; the top 20 bits are zero.
 //!
 //! The node is in the high bits, as in the article. Changed from the article, and why:
 //! * **time in milliseconds since the Unix epoch.** The article's code used microseconds, which
@@ -41,7 +45,7 @@ pub fn layout_64() -> Layout {
 /// The 128-bit GlobalId layout: `node(20) | time(71) | counter(17)`.
 pub fn layout_128() -> Layout {
     Layout::builder("global-id-128", 128)
-        .node(Field::at(108, 20))
+        .node(Field::at(88, 20))
         .time(Field::at(17, 71))
         .counter(Field::at(0, 17))
         .build()
