@@ -89,9 +89,14 @@ pub fn parse_rfc3339(text: &str) -> Result<u64, Error> {
         input: crate::error::clip(text),
         reason: format!("{e}"),
     })?;
-    u64::try_from(ts.as_nanosecond()).map_err(|_| Error::InvalidTime {
+    let ns = ts.as_nanosecond();
+    u64::try_from(ns).map_err(|_| Error::InvalidTime {
         input: crate::error::clip(text),
-        reason: "it is before 1970-01-01T00:00:00Z".into(),
+        reason: if ns < 0 {
+            "it is before 1970-01-01T00:00:00Z".into()
+        } else {
+            "it is after 2554-07-21T23:34:33Z, the last time 64 bits of nanoseconds hold".into()
+        },
     })
 }
 

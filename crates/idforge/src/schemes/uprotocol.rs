@@ -68,7 +68,6 @@ pub fn time_ms(id: u128) -> Option<u64> {
 /// assert!(!is_expired(id, 0, 5_000));          // ttl 0: never expires
 /// assert!(!is_expired(id, 100, 1_099));
 /// assert!(is_expired(id, 100, 1_100));         // time + ttl <= now
-/// assert!(!is_expired(id, u32::MAX, u64::MAX - 1));
 /// ```
 pub fn is_expired(id: u128, ttl_ms: u32, now_ms: u64) -> bool {
     match time_ms(id) {

@@ -1,0 +1,186 @@
+//! The `idforge` command, run as a user runs it.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn idforge(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_idforge"))
+        .args(args)
+        .env_remove("IDFORGE_NODE")
+        .output()
+        .expect("run idforge")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+#[test]
+fn gen_uuid7_prints_count_increasing_v7_uuids() {
+    let o = idforge(&["gen", "uuid7", "-n", "1000"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines: Vec<String> = stdout(&o).lines().map(String::from).collect();
+    assert_eq!(lines.len(), 1000);
+    assert!(lines.windows(2).all(|w| w[0] < w[1]), "text sorts in issue order");
+    for l in &lines {
+        assert_eq!(l.len(), 36);
+        assert_eq!(&l[14..15], "7");
+        assert!(matches!(&l[19..20], "8" | "9" | "a" | "b"));
+    }
+}
+
+#[test]
+fn gen_at_is_reproducible_and_inspect_reads_it_back() {
+    let args = ["gen", "snowflake", "--node", "7", "--at", "2024-01-01T00:00:00Z", "-n", "5000"];
+    let a = idforge(&args);
+    let b = idforge(&args);
+    assert!(a.status.success(), "{}", stderr(&a));
+    assert_eq!(stdout(&a), stdout(&b), "a fixed clock gives the same ids");
+    let ids: Vec<u64> = stdout(&a).lines().map(|l| l.parse().unwrap()).collect();
+    assert_eq!(ids.iter().collect::<HashSet<_>>().len(), 5000);
+    // 5000 ids at 4096 per ms: the counter carries into the next millisecond.
+    let o = idforge(&["inspect", "--scheme", "snowflake", "--json", &ids[0].to_string(), &ids[4999].to_string()]);
+    let objs: Vec<serde_json::Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(objs[0]["unix_ms"], 1_704_067_200_000u64);
+    assert_eq!(objs[0]["time"], "2024-01-01T00:00:00.000Z");
+    assert_eq!(objs[0]["node"], 7);
+    assert_eq!(objs[0]["counter"], 0);
+    assert_eq!(objs[1]["unix_ms"], 1_704_067_200_001u64);
+    assert_eq!(objs[1]["counter"], 5000 - 4096 - 1);
+    assert!(objs[0]["id"].is_string(), "ids are strings in JSON");
+}
+
+#[test]
+fn every_format_round_trips_through_inspect() {
+    for (scheme, node, format) in [
+        ("global-id", Some("18"), "hex"),
+        ("global-id", Some("18"), "base32"),
+        ("global-id-128", Some("999999"), "dec"),
+        ("sonyflake", Some("65535"), "base32"),
+        ("uprotocol", None, "uuid"),
+    ] {
+        let mut args = vec!["gen", scheme, "-n", "3", "--format", format];
+        if let Some(n) = node {
+            args.extend(["--node", n]);
+        }
+        let o = idforge(&args);
+        assert!(o.status.success(), "{scheme}: {}", stderr(&o));
+        for id in stdout(&o).lines() {
+            let o = idforge(&["inspect", "--scheme", scheme, "--format", format, "--json", id]);
+            assert!(o.status.success(), "{scheme} {id}: {}", stderr(&o));
+            let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+            if let Some(n) = node {
+                assert_eq!(v["node"].to_string(), n, "{scheme}");
+            }
+        }
+    }
+}
+
+#[test]
+fn inspect_reads_stdin_and_reports_versions() {
+    let gen = idforge(&["gen", "uprotocol-v8", "-n", "3"]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_idforge"))
+        .args(["inspect", "--json", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&gen.stdout).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success());
+    let objs: Vec<serde_json::Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(objs.len(), 3);
+    for v in &objs {
+        assert_eq!(v["scheme"], "uprotocol-v8");
+        assert_eq!(v["version"], 8);
+        assert_eq!(v["variant"], "0b10");
+        assert_eq!(v["rand_b"], objs[0]["rand_b"], "one rand_b per process");
+    }
+}
+
+#[test]
+fn malformed_id_names_the_id_and_fails() {
+    let o = idforge(&["inspect", "017f22e2-79b0-7cc3-98c4-dc0c0c07398f", "017f22e2-79b0-7cc3-98c4-dc0c0c07398z"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stdout(&o).lines().count(), 1, "the good id is still decoded");
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("017f22e2-79b0-7cc3-98c4-dc0c0c07398z") && err.contains("not a hex digit"), "{err}");
+}
+
+#[test]
+fn node_schemes_without_a_node_fail_with_advice() {
+    let o = idforge(&["gen", "global-id"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--node N or set IDFORGE_NODE"));
+    let o = Command::new(env!("CARGO_BIN_EXE_idforge"))
+        .args(["gen", "global-id", "--format", "hex"])
+        .env("IDFORGE_NODE", "1023")
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert_eq!(u64::from_str_radix(stdout(&o).trim(), 16).unwrap() >> 54, 1023);
+    let o = idforge(&["gen", "snowflake", "--node", "5000"]);
+    assert!(stderr(&o).contains("from 0 to 1023"));
+}
+
+#[test]
+fn bad_arguments_get_one_line_errors() {
+    for (args, needle) in [
+        (vec!["gen", "uuid9"], "unknown scheme"),
+        (vec!["gen", "custom"], "needs --layout"),
+        (vec!["gen", "snowflake", "--node", "1", "--format", "uuid"], "not UUIDs"),
+        (vec!["gen", "uuid7", "--at", "yesterday"], "invalid time"),
+        (vec!["gen", "custom", "--layout", "node:10,counter:12"], "needs a time field"),
+        (vec!["gen", "uuid7", "--layout", "time:41"], "only applies to the custom scheme"),
+    ] {
+        let o = idforge(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let e = stderr(&o);
+        assert!(e.contains(needle), "{args:?}: {e}");
+        assert_eq!(e.lines().count(), 1, "{args:?}: {e}");
+    }
+}
+
+#[test]
+fn custom_layout_generates_and_decodes() {
+    let spec = "time:41,node:10,counter:12,tick=1ms,epoch=2020-01-01T00:00:00Z";
+    let o = idforge(&["gen", "custom", "--layout", spec, "--node", "3", "--at", "2021-01-01T00:00:00.5Z"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let id = stdout(&o).trim().to_string();
+    let o = idforge(&["inspect", "--layout", spec, "--json", &id]);
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["time"], "2021-01-01T00:00:00.500Z");
+    assert_eq!(v["node"], 3);
+}
+
+#[test]
+fn schemes_lists_every_preset_with_its_limits() {
+    let o = idforge(&["schemes"]);
+    let s = stdout(&o);
+    for (name, year) in [
+        ("uuid7", "10889"),
+        ("uprotocol-v8", "10889"),
+        ("global-id ", "6429"),
+        ("global-id-128", "6429"),
+        ("snowflake", "2080"),
+        ("sonyflake", "2188"),
+    ] {
+        let line = s.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{name} missing"));
+        assert!(line.contains(year), "{line}");
+    }
+}
+
+#[test]
+fn large_counts_stream_and_stay_unique() {
+    let o = idforge(&["gen", "uuid7", "-n", "200000", "--format", "hex"]);
+    assert!(o.status.success());
+    let s = stdout(&o);
+    let set: HashSet<&str> = s.lines().collect();
+    assert_eq!(set.len(), 200_000);
+}
