@@ -101,15 +101,33 @@ fn schemes(c: &mut Criterion) {
     }
     g.finish();
 
+    let mut g = c.benchmark_group("fill64");
+    g.throughput(Throughput::Elements(64));
+    for scheme in [Scheme::Uuid7, Scheme::Snowflake, Scheme::GlobalId] {
+        let gen = generator(&scheme);
+        let mut buf = [0u128; 64];
+        g.bench_function(scheme.name(), |b| {
+            b.iter(|| {
+                gen.fill(&mut buf).unwrap();
+                black_box(&buf);
+            })
+        });
+    }
+    g.finish();
+
     let mut g = c.benchmark_group("reserve64");
     g.throughput(Throughput::Elements(64));
     for scheme in [Scheme::Uuid7, Scheme::Snowflake, Scheme::GlobalId] {
         let gen = generator(&scheme);
         g.bench_function(scheme.name(), |b| {
-            b.iter(|| {
-                for id in gen.reserve(64).unwrap() {
-                    black_box(id);
+            b.iter_custom(|iters| {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    for id in gen.reserve(64).unwrap() {
+                        black_box(id);
+                    }
                 }
+                start.elapsed()
             })
         });
     }
@@ -135,14 +153,15 @@ fn schemes(c: &mut Criterion) {
             })
         });
     }
-    let batched = Generator::new(&Scheme::Uuid7, None).unwrap();
+    let batched = generator(&Scheme::Uuid7);
     g.bench_function("uuid7_reserve64", |b| {
         b.iter_custom(|iters| {
+            // iters ids in all: iters / 64 batches over the two threads.
             two_threads(iters / 64 + 1, &|| {
                 for id in batched.reserve(64).unwrap() {
                     black_box(id);
                 }
-            }) / 64
+            })
         })
     });
     g.finish();

@@ -43,3 +43,8 @@ pub use layout::{Field, Layout, LayoutBuilder, Parts, Segment};
 pub use schemes::uuid7::uuid7;
 pub use schemes::Scheme;
 pub use sequencer::{OnClockBehind, OnExhausted, Policy, Sequencer, StampCell, StampRange, Timebase};
+
+/// The README's examples, compiled and run as doc-tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

@@ -304,6 +304,7 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
     /// assert_eq!(batch.len, 64);
     /// assert_eq!(seq.next().unwrap(), batch.start + 64);
     /// ```
+    #[inline]
     pub fn reserve(&self, n: u64) -> Result<StampRange, Error> {
         if n == 0 {
             return Ok(StampRange { start: 0, len: 0 });
