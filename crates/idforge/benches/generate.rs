@@ -61,13 +61,24 @@ fn baselines(c: &mut Criterion) {
         b.iter(|| {
             let now = WallClock.now_ns();
             let last = cell.load(Ordering::Relaxed);
-            let _ = black_box(cell.compare_exchange_weak(last, now.max(last + 1), Ordering::Relaxed, Ordering::Relaxed));
+            let _ = black_box(cell.compare_exchange_weak(
+                last,
+                now.max(last + 1),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ));
         })
     });
-    g.bench_function("uuid_now_v7", |b| b.iter(|| black_box(uuid::Uuid::now_v7())));
-    g.bench_function("uuid_new_v4", |b| b.iter(|| black_box(uuid::Uuid::new_v4())));
+    g.bench_function("uuid_now_v7", |b| {
+        b.iter(|| black_box(uuid::Uuid::now_v7()))
+    });
+    g.bench_function("uuid_new_v4", |b| {
+        b.iter(|| black_box(uuid::Uuid::new_v4()))
+    });
     let mut ulid = ulid::Generator::new();
-    g.bench_function("ulid_generator", |b| b.iter(|| black_box(ulid.generate().unwrap())));
+    g.bench_function("ulid_generator", |b| {
+        b.iter(|| black_box(ulid.generate().unwrap()))
+    });
     g.finish();
 
     let mut g = c.benchmark_group("threads2");
@@ -94,8 +105,13 @@ fn schemes(c: &mut Criterion) {
     let mut g = c.benchmark_group("next");
     g.throughput(Throughput::Elements(1));
     let uuid7_default = Generator::new(&Scheme::Uuid7, None).unwrap();
-    g.bench_function("uuid7_default_policy", |b| b.iter(|| black_box(uuid7_default.next().unwrap())));
-    for scheme in Scheme::PRESETS.iter().filter(|s| **s != Scheme::UProtocolV8) {
+    g.bench_function("uuid7_default_policy", |b| {
+        b.iter(|| black_box(uuid7_default.next().unwrap()))
+    });
+    for scheme in Scheme::PRESETS
+        .iter()
+        .filter(|s| **s != Scheme::UProtocolV8)
+    {
         let gen = generator(scheme);
         g.bench_function(scheme.name(), |b| b.iter(|| black_box(gen.next().unwrap())));
     }

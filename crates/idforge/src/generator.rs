@@ -97,7 +97,9 @@ enum Encoder {
 enum RandomBits {
     None,
     /// One `u64` shifted right into a run at bit 0 of at most 64 bits.
-    Low64 { rshift: u32 },
+    Low64 {
+        rshift: u32,
+    },
     /// Anything else.
     General,
 }
@@ -171,7 +173,12 @@ impl Generator<WallClock, AtomicU64> {
 impl<C: Clock> Generator<C, AtomicU64> {
     /// A generator on a given clock (a [`ManualClock`](crate::ManualClock) for tests and
     /// backfills) with a given policy.
-    pub fn with_clock(scheme: &Scheme, node: Option<u64>, clock: C, policy: Policy) -> Result<Self, Error> {
+    pub fn with_clock(
+        scheme: &Scheme,
+        node: Option<u64>,
+        clock: C,
+        policy: Policy,
+    ) -> Result<Self, Error> {
         let layout = scheme.layout();
         let seq = Sequencer::new(clock, layout.timebase(), policy)?;
         Self::with_sequencer(scheme, node, seq)
@@ -181,7 +188,11 @@ impl<C: Clock> Generator<C, AtomicU64> {
 impl<C: Clock, S: StampCell> Generator<C, S> {
     /// A generator over an existing sequencer (for instance one whose stamp is in shared memory).
     /// The sequencer's time base must be the scheme layout's.
-    pub fn with_sequencer(scheme: &Scheme, node: Option<u64>, seq: Sequencer<C, S>) -> Result<Self, Error> {
+    pub fn with_sequencer(
+        scheme: &Scheme,
+        node: Option<u64>,
+        seq: Sequencer<C, S>,
+    ) -> Result<Self, Error> {
         let layout = scheme.layout();
         if *seq.timebase() != layout.timebase() {
             return Err(Error::InvalidLayout(format!(
@@ -274,7 +285,10 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
             _ => Some(RNG.with(|r| SmallRng::from_rng(&mut *r.borrow_mut()))),
         };
         for chunk in out.chunks_mut(cap) {
-            let range = self.seq.reserve(chunk.len() as u64).map_err(|e| self.name_error(e))?;
+            let range = self
+                .seq
+                .reserve(chunk.len() as u64)
+                .map_err(|e| self.name_error(e))?;
             self.encode_run(range.start, chunk, rng.as_mut());
         }
         Ok(())
@@ -300,7 +314,13 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
     }
 
     #[inline(always)]
-    fn run_with(&self, first: u64, out: &mut [u128], rng: Option<&mut SmallRng>, tc: impl Fn(u64) -> u128) {
+    fn run_with(
+        &self,
+        first: u64,
+        out: &mut [u128],
+        rng: Option<&mut SmallRng>,
+        tc: impl Fn(u64) -> u128,
+    ) {
         let mut stamp = first;
         match (self.random, rng) {
             (RandomBits::Low64 { rshift }, Some(rng)) => {
@@ -365,8 +385,13 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
                 lo_width,
             ),
             Encoder::General => {
-                self.layout.time.deposit((stamp >> self.counter_bits) as u128)
-                    | self.layout.counter.deposit((stamp & self.counter_mask) as u128)
+                self.layout
+                    .time
+                    .deposit((stamp >> self.counter_bits) as u128)
+                    | self
+                        .layout
+                        .counter
+                        .deposit((stamp & self.counter_mask) as u128)
             }
         }
     }
@@ -453,8 +478,14 @@ mod tests {
             .filter(|s| **s != Scheme::UProtocolV8)
             .cloned()
             .collect();
-        for spec in ["counter:12,time:41,node:10", "time:30,node:3,counter:20", "node:20,time:90,counter:17"] {
-            schemes.push(Scheme::Custom(Layout::parse_spec(spec).unwrap_or_else(|e| panic!("{e}"))));
+        for spec in [
+            "counter:12,time:41,node:10",
+            "time:30,node:3,counter:20",
+            "node:20,time:90,counter:17",
+        ] {
+            schemes.push(Scheme::Custom(
+                Layout::parse_spec(spec).unwrap_or_else(|e| panic!("{e}")),
+            ));
         }
         schemes
             .iter()
@@ -469,9 +500,18 @@ mod tests {
     fn encoders_are_chosen_as_expected() {
         let kinds: Vec<String> = generators()
             .iter()
-            .map(|g| format!("{}:{:?}", g.scheme().name(), g.encoder).split(' ').next().unwrap_or("").to_string())
+            .map(|g| {
+                format!("{}:{:?}", g.scheme().name(), g.encoder)
+                    .split(' ')
+                    .next()
+                    .unwrap_or("")
+                    .to_string()
+            })
             .collect();
-        assert!(kinds.contains(&"global-id:Adjacent".to_string()), "{kinds:?}");
+        assert!(
+            kinds.contains(&"global-id:Adjacent".to_string()),
+            "{kinds:?}"
+        );
         assert!(kinds.contains(&"uuid7:Halves".to_string()), "{kinds:?}");
         assert!(kinds.contains(&"snowflake:Halves".to_string()), "{kinds:?}");
     }

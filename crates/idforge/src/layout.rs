@@ -200,13 +200,19 @@ impl Layout {
             used |= m;
         }
         if self.node.width() > 64 {
-            return bad(format!("a node field of {} bits is wider than 64", self.node.width()));
+            return bad(format!(
+                "a node field of {} bits is wider than 64",
+                self.node.width()
+            ));
         }
         if self.time.width() == 0 {
             return bad("a layout needs a time field of at least 1 bit".into());
         }
         if self.counter.width() > 32 {
-            return bad(format!("a counter of {} bits is wider than 32", self.counter.width()));
+            return bad(format!(
+                "a counter of {} bits is wider than 32",
+                self.counter.width()
+            ));
         }
         if self.tick_ns == 0 {
             return bad("the tick must be at least 1 ns".into());
@@ -308,7 +314,11 @@ impl Layout {
                 }
                 let w = bit - start;
                 let v = (self.fixed_value >> start) & ((1u128 << w) - 1);
-                let label = if w == 4 { format!("ver={v:x}") } else { format!("var={v:0w$b}", w = w as usize) };
+                let label = if w == 4 {
+                    format!("ver={v:x}")
+                } else {
+                    format!("var={v:0w$b}", w = w as usize)
+                };
                 runs.push((start, w, label));
             } else {
                 bit += 1;
@@ -379,7 +389,9 @@ impl Layout {
                     .parse()
                     .map_err(|_| err(format!("the width of {name} must be a number, not {w:?}")))?;
                 if width == 0 {
-                    return Err(err(format!("the {name} field needs at least 1 bit; leave it out instead")));
+                    return Err(err(format!(
+                        "the {name} field needs at least 1 bit; leave it out instead"
+                    )));
                 }
                 fields.push((name, width));
             } else {
@@ -391,10 +403,14 @@ impl Layout {
         }
         let total: u32 = fields.iter().map(|(_, w)| w).sum();
         if total > 128 {
-            return Err(err(format!("the fields add up to {total} bits; an id holds at most 128")));
+            return Err(err(format!(
+                "the fields add up to {total} bits; an id holds at most 128"
+            )));
         }
         let bits = if total <= 64 { 64 } else { 128 };
-        let mut b = Layout::builder("custom", bits).tick_ns(tick_ns).epoch_ns(epoch_ns);
+        let mut b = Layout::builder("custom", bits)
+            .tick_ns(tick_ns)
+            .epoch_ns(epoch_ns);
         let mut shift = total;
         for (name, w) in &fields {
             shift -= w;
@@ -409,20 +425,32 @@ impl Layout {
 
     /// The spec text that [`Layout::parse_spec`] turns back into this layout (custom layouts).
     pub fn spec(&self) -> String {
-        let mut fields = [("node", self.node), ("time", self.time), ("counter", self.counter)]
-            .into_iter()
-            .filter(|(_, f)| f.width() > 0)
-            .collect::<Vec<_>>();
+        let mut fields = [
+            ("node", self.node),
+            ("time", self.time),
+            ("counter", self.counter),
+        ]
+        .into_iter()
+        .filter(|(_, f)| f.width() > 0)
+        .collect::<Vec<_>>();
         fields.sort_by(|a, b| b.1.hi.shift.cmp(&a.1.hi.shift));
-        let mut s: Vec<String> = fields.iter().map(|(n, f)| format!("{n}:{}", f.width())).collect();
+        let mut s: Vec<String> = fields
+            .iter()
+            .map(|(n, f)| format!("{n}:{}", f.width()))
+            .collect();
         s.push(format!("tick={}ns", self.tick_ns));
-        s.push(format!("epoch={}", format_unix_ns(self.epoch_ns as i128, 9)));
+        s.push(format!(
+            "epoch={}",
+            format_unix_ns(self.epoch_ns as i128, 9)
+        ));
         s.join(",")
     }
 }
 
 fn parse_duration(text: &str) -> Result<u64, String> {
-    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
     let (num, unit) = text.split_at(split);
     let n: u64 = num
         .parse()
@@ -434,7 +462,9 @@ fn parse_duration(text: &str) -> Result<u64, String> {
         "s" => 1_000_000_000,
         _ => return Err(format!("tick unit {unit:?} is not one of ns, us, ms, s")),
     };
-    let ns = n.checked_mul(mult).ok_or_else(|| format!("tick {text:?} is too long"))?;
+    let ns = n
+        .checked_mul(mult)
+        .ok_or_else(|| format!("tick {text:?} is too long"))?;
     if ns == 0 || Duration::from_nanos(ns) > Duration::from_secs(86_400) {
         return Err(format!("tick {text:?} must be between 1ns and one day"));
     }
@@ -521,7 +551,9 @@ mod tests {
 
     #[test]
     fn spec_round_trips() {
-        let l = Layout::parse_spec("time:39,counter:8,node:16,tick=10ms,epoch=2014-09-01T00:00:00Z").unwrap();
+        let l =
+            Layout::parse_spec("time:39,counter:8,node:16,tick=10ms,epoch=2014-09-01T00:00:00Z")
+                .unwrap();
         assert_eq!(l.diagram(), "0(1) | time(39) | counter(8) | node(16)");
         assert_eq!(Layout::parse_spec(&l.spec()).unwrap(), l);
         assert_eq!(l.epoch_ns, 1_409_529_600_000_000_000);

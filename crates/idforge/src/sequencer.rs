@@ -177,7 +177,9 @@ impl Timebase {
     /// Checks the widths and the tick unit.
     pub fn validate(&self) -> Result<(), Error> {
         if self.tick_ns == 0 {
-            return Err(Error::InvalidLayout("the tick unit must be at least 1 ns".into()));
+            return Err(Error::InvalidLayout(
+                "the tick unit must be at least 1 ns".into(),
+            ));
         }
         if self.counter_bits > 32 {
             return Err(Error::InvalidLayout(format!(
@@ -186,7 +188,9 @@ impl Timebase {
             )));
         }
         if self.time_bits == 0 {
-            return Err(Error::InvalidLayout("the time field needs at least 1 bit".into()));
+            return Err(Error::InvalidLayout(
+                "the time field needs at least 1 bit".into(),
+            ));
         }
         Ok(())
     }
@@ -274,8 +278,8 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
     pub fn with_cell(clock: C, cell: S, timebase: Timebase, policy: Policy) -> Result<Self, Error> {
         timebase.validate()?;
         let tick = StrengthReducedU64::new(timebase.tick_ns);
-        let max_lead_ticks =
-            u64::try_from(policy.max_lead.as_nanos() / timebase.tick_ns as u128).unwrap_or(u64::MAX);
+        let max_lead_ticks = u64::try_from(policy.max_lead.as_nanos() / timebase.tick_ns as u128)
+            .unwrap_or(u64::MAX);
         Ok(Sequencer {
             clock,
             cell,
@@ -413,7 +417,9 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
                     behind: duration_ns(behind as u128 * self.tb.tick_ns as u128),
                     max_lead: self.policy.max_lead,
                 }),
-                OnClockBehind::Wait => Ok(Step::Wait(self.ns_until(now, last_tick - self.max_lead_ticks))),
+                OnClockBehind::Wait => Ok(Step::Wait(
+                    self.ns_until(now, last_tick - self.max_lead_ticks),
+                )),
             };
         }
         let lead = end_tick - now_tick;
@@ -433,7 +439,9 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
     /// Clock nanoseconds from `now` to the start of `tick`.
     fn ns_until(&self, now: u64, tick: u64) -> u64 {
         let at = (tick as u128) * self.tb.tick_ns as u128 + self.tb.epoch_ns as u128;
-        u64::try_from(at.saturating_sub(now as u128)).unwrap_or(u64::MAX).max(1)
+        u64::try_from(at.saturating_sub(now as u128))
+            .unwrap_or(u64::MAX)
+            .max(1)
     }
 
     #[cold]
@@ -470,7 +478,11 @@ mod tests {
         }
     }
 
-    fn policy(on_exhausted: OnExhausted, max_lead_ms: u64, on_clock_behind: OnClockBehind) -> Policy {
+    fn policy(
+        on_exhausted: OnExhausted,
+        max_lead_ms: u64,
+        on_clock_behind: OnClockBehind,
+    ) -> Policy {
         Policy {
             on_exhausted,
             max_lead: Duration::from_millis(max_lead_ms),
@@ -488,7 +500,10 @@ mod tests {
         let s2 = seq.clone();
         let waiter = std::thread::spawn(move || s2.next().unwrap());
         std::thread::sleep(Duration::from_millis(50));
-        assert!(!waiter.is_finished(), "Wait must block while the clock is frozen");
+        assert!(
+            !waiter.is_finished(),
+            "Wait must block while the clock is frozen"
+        );
         assert_eq!(seq.lead(), Duration::ZERO);
         clock.advance(MS);
         assert_eq!(waiter.join().unwrap(), 1_001 << 4);
@@ -519,7 +534,9 @@ mod tests {
         let before = seq.next().unwrap();
         clock.step_back(HOUR);
         let err = seq.next().unwrap_err();
-        assert!(matches!(err, Error::ClockBehind { behind, .. } if behind == Duration::from_secs(3600)));
+        assert!(
+            matches!(err, Error::ClockBehind { behind, .. } if behind == Duration::from_secs(3600))
+        );
         assert!(err.to_string().contains("Fix the clock"));
         assert_eq!(seq.last_stamp(), before, "a refused call issues nothing");
         assert_eq!(seq.lead(), Duration::from_secs(3600));
@@ -554,7 +571,10 @@ mod tests {
         let s2 = seq.clone();
         let waiter = std::thread::spawn(move || s2.next().unwrap());
         std::thread::sleep(Duration::from_millis(50));
-        assert!(!waiter.is_finished(), "Wait must block while the clock is an hour behind");
+        assert!(
+            !waiter.is_finished(),
+            "Wait must block while the clock is an hour behind"
+        );
         clock.advance(HOUR - 999 * MS); // now 999 ms behind: within the bound
         let after = waiter.join().unwrap();
         assert_eq!(after, before + 1, "continues right after the last stamp");
@@ -582,7 +602,13 @@ mod tests {
         let r = seq.reserve(64).unwrap();
         assert_eq!(r.start, (HOUR / MS) << 6);
         assert_eq!(r.collect::<Vec<_>>().len(), 64);
-        assert!(matches!(seq.reserve(65), Err(Error::ReserveTooLarge { requested: 65, max: 64 })));
+        assert!(matches!(
+            seq.reserve(65),
+            Err(Error::ReserveTooLarge {
+                requested: 65,
+                max: 64
+            })
+        ));
         assert_eq!(seq.reserve(0).unwrap().len, 0);
         // The counter is used up in this tick, so under Wait the next range starts at tick + 1.
         clock.advance(MS);

@@ -50,7 +50,9 @@ impl FromStr for Format {
             "hex" => Ok(Format::Hex),
             "base32" | "crockford" => Ok(Format::Base32),
             "uuid" => Ok(Format::Uuid),
-            _ => Err(format!("unknown format {s:?}; use dec, hex, base32 or uuid")),
+            _ => Err(format!(
+                "unknown format {s:?}; use dec, hex, base32 or uuid"
+            )),
         }
     }
 }
@@ -107,7 +109,10 @@ pub const fn base32_width(bits: u32) -> usize {
 /// ```
 #[inline]
 pub fn encode(value: u128, bits: u32, format: Format) -> Text {
-    let mut t = Text { buf: [0; 40], len: 0 };
+    let mut t = Text {
+        buf: [0; 40],
+        len: 0,
+    };
     match format {
         Format::Dec => {
             let mut b = itoa::Buffer::new();
@@ -214,7 +219,10 @@ pub fn parse(text: &str, bits: u32, format: Option<Format>) -> Result<u128, Erro
         Format::Uuid => parse_uuid(t, text)?,
     };
     if bits < 128 && value >> bits != 0 {
-        return Err(malformed(text, format!("the value does not fit in {bits} bits")));
+        return Err(malformed(
+            text,
+            format!("the value does not fit in {bits} bits"),
+        ));
     }
     Ok(value)
 }
@@ -226,7 +234,10 @@ fn parse_dec(t: &str, orig: &str) -> Result<u128, Error> {
     if let Some(pos) = t.bytes().position(|c| !c.is_ascii_digit()) {
         return Err(malformed(
             orig,
-            format!("character {:?} at position {pos} is not a decimal digit", t[pos..].chars().next().unwrap_or(' ')),
+            format!(
+                "character {:?} at position {pos} is not a decimal digit",
+                t[pos..].chars().next().unwrap_or(' ')
+            ),
         ));
     }
     t.parse::<u128>()
@@ -244,11 +255,17 @@ fn parse_hex(t: &str, orig: &str) -> Result<u128, Error> {
     if let Some(pos) = digits.bytes().position(|c| !c.is_ascii_hexdigit()) {
         return Err(malformed(
             orig,
-            format!("character {:?} is not a hex digit", digits[pos..].chars().next().unwrap_or(' ')),
+            format!(
+                "character {:?} is not a hex digit",
+                digits[pos..].chars().next().unwrap_or(' ')
+            ),
         ));
     }
     if digits.len() > 32 {
-        return Err(malformed(orig, format!("{} hex digits is more than 128 bits", digits.len())));
+        return Err(malformed(
+            orig,
+            format!("{} hex digits is more than 128 bits", digits.len()),
+        ));
     }
     u128::from_str_radix(digits, 16).map_err(|e| malformed(orig, e.to_string()))
 }
@@ -258,7 +275,10 @@ fn parse_base32(t: &str, orig: &str, bits: u32) -> Result<u128, Error> {
     if t.len() != width {
         return Err(malformed(
             orig,
-            format!("base32 text of a {bits}-bit id has {width} characters, not {}", t.len()),
+            format!(
+                "base32 text of a {bits}-bit id has {width} characters, not {}",
+                t.len()
+            ),
         ));
     }
     let mut v: u128 = 0;
@@ -294,7 +314,10 @@ pub fn parse_uuid(t: &str, orig: &str) -> Result<u128, Error> {
     if b.len() != 36 {
         return Err(malformed(
             orig,
-            format!("a UUID has 36 characters (8-4-4-4-12 hex digits), this has {}", t.chars().count()),
+            format!(
+                "a UUID has 36 characters (8-4-4-4-12 hex digits), this has {}",
+                t.chars().count()
+            ),
         ));
     }
     let mut v: u128 = 0;
@@ -312,7 +335,10 @@ pub fn parse_uuid(t: &str, orig: &str) -> Result<u128, Error> {
             _ => {
                 return Err(malformed(
                     orig,
-                    format!("character {:?} at position {i} is not a hex digit", t[i..].chars().next().unwrap_or(' ')),
+                    format!(
+                        "character {:?} at position {i} is not a hex digit",
+                        t[i..].chars().next().unwrap_or(' ')
+                    ),
                 ))
             }
         };

@@ -106,8 +106,14 @@ mod tests {
 
     #[test]
     fn formats_known_dates() {
-        assert_eq!(format_unix_ns(951_782_400 * NS_PER_S, 0), "2000-02-29T00:00:00Z");
-        assert_eq!(format_unix_ns(1_288_834_974_657_000_000, 3), "2010-11-04T01:42:54.657Z");
+        assert_eq!(
+            format_unix_ns(951_782_400 * NS_PER_S, 0),
+            "2000-02-29T00:00:00Z"
+        );
+        assert_eq!(
+            format_unix_ns(1_288_834_974_657_000_000, 3),
+            "2010-11-04T01:42:54.657Z"
+        );
         assert_eq!(format_unix_ns(-1, 9), "1969-12-31T23:59:59.999999999Z");
         // 2^48 ms: the end of UUIDv7's time field.
         assert_eq!(year_of_unix_ns((1u128 << 48) * 1_000_000), 10889);
@@ -115,7 +121,15 @@ mod tests {
 
     #[test]
     fn agrees_with_jiff_in_its_range() {
-        for secs in [0i64, 1, 86_399, 86_400, 951_868_799, 4_102_444_800, 253_402_200_000] {
+        for secs in [
+            0i64,
+            1,
+            86_399,
+            86_400,
+            951_868_799,
+            4_102_444_800,
+            253_402_200_000,
+        ] {
             let ns = secs as i128 * NS_PER_S + 123_456_789;
             let ours = format_unix_ns(ns, 9);
             let theirs = jiff::Timestamp::from_nanosecond(ns).unwrap();
@@ -134,10 +148,10 @@ mod tests {
 
     #[test]
     fn parse_honours_offsets() {
-        assert_eq!(
-            parse_rfc3339("1970-01-01T02:00:00+02:00").unwrap(),
-            0
-        );
-        assert!(matches!(parse_rfc3339("1969-12-31T23:00:00Z"), Err(Error::InvalidTime { .. })));
+        assert_eq!(parse_rfc3339("1970-01-01T02:00:00+02:00").unwrap(), 0);
+        assert!(matches!(
+            parse_rfc3339("1969-12-31T23:00:00Z"),
+            Err(Error::InvalidTime { .. })
+        ));
     }
 }

@@ -6,7 +6,15 @@ use idforge::{inspect, Error, Generator, Layout, ManualClock, Policy, Scheme};
 #[test]
 fn node_out_of_range() {
     let e = Generator::new(&Scheme::Snowflake, Some(1024)).unwrap_err();
-    assert!(matches!(e, Error::NodeOutOfRange { node: 1024, bits: 10, max: 1023, .. }));
+    assert!(matches!(
+        e,
+        Error::NodeOutOfRange {
+            node: 1024,
+            bits: 10,
+            max: 1023,
+            ..
+        }
+    ));
     assert!(e.to_string().contains("from 0 to 1023"));
     assert!(Generator::new(&Scheme::Snowflake, Some(1023)).is_ok());
 }
@@ -47,21 +55,35 @@ fn time_beyond_the_layout_names_the_year_it_ran_out() {
     let clock = ManualClock::new(idforge::time::parse_rfc3339("2081-01-01T00:00:00Z").unwrap());
     let g = Generator::with_clock(&Scheme::Snowflake, Some(1), clock, Policy::DEFAULT).unwrap();
     let e = g.next().unwrap_err();
-    assert!(matches!(e, Error::TimeOutOfRange { year: 2080, .. }), "{e:?}");
+    assert!(
+        matches!(e, Error::TimeOutOfRange { year: 2080, .. }),
+        "{e:?}"
+    );
     let msg = e.to_string();
     assert!(msg.contains("snowflake") && msg.contains("2080"), "{msg}");
 }
 
 #[test]
 fn malformed_and_wrong_version_id_strings() {
-    assert!(matches!(inspect("not-an-id", Some(&Scheme::Snowflake), None), Err(Error::MalformedId { .. })));
+    assert!(matches!(
+        inspect("not-an-id", Some(&Scheme::Snowflake), None),
+        Err(Error::MalformedId { .. })
+    ));
     assert!(matches!(
         inspect("18446744073709551616", Some(&Scheme::Snowflake), None),
         Err(Error::MalformedId { reason, .. }) if reason.contains("64 bits")
     ));
     assert!(matches!(
-        inspect("017f22e2-79b0-7cc3-98c4-dc0c0c07398f", Some(&Scheme::UProtocolV8), None),
-        Err(Error::WrongVersion { expected: 8, found: 7, .. })
+        inspect(
+            "017f22e2-79b0-7cc3-98c4-dc0c0c07398f",
+            Some(&Scheme::UProtocolV8),
+            None
+        ),
+        Err(Error::WrongVersion {
+            expected: 8,
+            found: 7,
+            ..
+        })
     ));
     assert!(matches!(
         inspect("017f22e2-79b0-4cc3-98c4-dc0c0c07398f", None, None),

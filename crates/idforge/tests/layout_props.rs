@@ -15,7 +15,13 @@ fn mask(v: u128, width: u32) -> u128 {
     }
 }
 
-fn check_round_trip(l: &Layout, node: u128, ticks: u128, counter: u128, random: u128) -> Result<(), TestCaseError> {
+fn check_round_trip(
+    l: &Layout,
+    node: u128,
+    ticks: u128,
+    counter: u128,
+    random: u128,
+) -> Result<(), TestCaseError> {
     let (n, t, c, r) = (
         mask(node, l.node.width()),
         mask(ticks, l.time.width()),
@@ -27,7 +33,12 @@ fn check_round_trip(l: &Layout, node: u128, ticks: u128, counter: u128, random: 
         prop_assert_eq!(id >> 64, 0, "{} id fits in 64 bits", l.name);
     }
     let p = l.decode(id);
-    prop_assert_eq!((p.node, p.ticks, p.counter, p.random), (n, t, c, r), "{}", l.name);
+    prop_assert_eq!(
+        (p.node, p.ticks, p.counter, p.random),
+        (n, t, c, r),
+        "{}",
+        l.name
+    );
     prop_assert!(p.fixed_ok, "{}: fixed bits", l.name);
     // And the other way: an id made of its decoded parts is the same id.
     prop_assert_eq!(l.encode(p.node, p.ticks, p.counter, p.random), id);

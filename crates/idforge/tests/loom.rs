@@ -27,7 +27,9 @@ fn sequencer(clock: ManualClock) -> Arc<Sequencer<ManualClock, LoomCell>> {
         time_bits: 48,
         counter_bits: 1, // two ids per tick: the models cross tick boundaries
     };
-    Arc::new(Sequencer::with_cell(clock, LoomCell(AtomicU64::new(0)), tb, Policy::UNBOUNDED).unwrap())
+    Arc::new(
+        Sequencer::with_cell(clock, LoomCell(AtomicU64::new(0)), tb, Policy::UNBOUNDED).unwrap(),
+    )
 }
 
 fn check(per_thread: Vec<Vec<u64>>) {
@@ -49,12 +51,19 @@ fn run(threads: usize, per_thread: usize, clock_step: u64) {
         let hs: Vec<_> = (0..threads)
             .map(|_| {
                 let seq = seq.clone();
-                loom::thread::spawn(move || (0..per_thread).map(|_| seq.next().unwrap()).collect::<Vec<_>>())
+                loom::thread::spawn(move || {
+                    (0..per_thread)
+                        .map(|_| seq.next().unwrap())
+                        .collect::<Vec<_>>()
+                })
             })
             .collect();
         let per: Vec<Vec<u64>> = hs.into_iter().map(|h| h.join().unwrap()).collect();
         let last = seq.last_stamp();
-        assert!(per.iter().flatten().all(|s| *s <= last), "the cell holds the largest stamp");
+        assert!(
+            per.iter().flatten().all(|s| *s <= last),
+            "the cell holds the largest stamp"
+        );
         let _ = clock.now_ns();
         check(per);
     });

@@ -19,7 +19,9 @@ fn uprotocol_10_tasks_x_400_ids() {
                 let barrier = barrier.clone();
                 s.spawn(move || {
                     barrier.wait();
-                    (0..per_task).map(|_| (task, uprotocol_v8::next().unwrap())).collect::<Vec<_>>()
+                    (0..per_task)
+                        .map(|_| (task, uprotocol_v8::next().unwrap()))
+                        .collect::<Vec<_>>()
                 })
             })
             .collect();
@@ -34,7 +36,12 @@ fn uprotocol_10_tasks_x_400_ids() {
             }
         }
     }
-    assert!(duplicates.is_empty(), "found {} duplicates, first {:?}", duplicates.len(), duplicates.first());
+    assert!(
+        duplicates.is_empty(),
+        "found {} duplicates, first {:?}",
+        duplicates.len(),
+        duplicates.first()
+    );
     assert_eq!(all.len(), num_tasks * per_task);
 
     // The current (v7) uProtocol UUID passes the same test.
@@ -65,7 +72,8 @@ fn global_id_is_monotonic() {
 #[test]
 fn global_id_counter_cycles_0_to_127_within_a_tick() {
     let clock = ManualClock::new(1_700_000_000_000_000_000);
-    let g = Generator::with_clock(&Scheme::GlobalId, Some(1), clock.clone(), Policy::UNBOUNDED).unwrap();
+    let g = Generator::with_clock(&Scheme::GlobalId, Some(1), clock.clone(), Policy::UNBOUNDED)
+        .unwrap();
     let ids: Vec<u64> = (0..130).map(|_| g.next_u64().unwrap()).collect();
     for (i, id) in ids.iter().take(128).enumerate() {
         assert_eq!(id & 0x7F, i as u64, "id {i}");
@@ -73,7 +81,11 @@ fn global_id_counter_cycles_0_to_127_within_a_tick() {
     }
     assert_eq!(ids[128] & 0x7F, 0);
     assert_eq!(ids[129] & 0x7F, 1);
-    assert_eq!(ids[128] >> 7 & ((1 << 47) - 1), 1_700_000_000_001, "next tick");
+    assert_eq!(
+        ids[128] >> 7 & ((1 << 47) - 1),
+        1_700_000_000_001,
+        "next tick"
+    );
     assert_eq!(ids.iter().collect::<HashSet<_>>().len(), 130);
 }
 
@@ -81,7 +93,9 @@ fn global_id_counter_cycles_0_to_127_within_a_tick() {
 #[test]
 fn global_id_1024_nodes_x_50000_concurrent_requests_all_unique() {
     use std::sync::atomic::{AtomicU64, Ordering};
-    let nodes: Vec<Generator> = (0..1024).map(|n| Generator::new(&Scheme::GlobalId, Some(n)).unwrap()).collect();
+    let nodes: Vec<Generator> = (0..1024)
+        .map(|n| Generator::new(&Scheme::GlobalId, Some(n)).unwrap())
+        .collect();
     let requests = 50_000u64;
     let issued = AtomicU64::new(0);
     let threads = 8;

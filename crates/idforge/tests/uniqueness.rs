@@ -20,12 +20,19 @@ fn hammer(name: &str, threads: usize, per_thread: usize, next: &(dyn Fn() -> u12
                 })
             })
             .collect();
-        hs.into_iter().map(|h| h.join().expect("thread panicked")).collect()
+        hs.into_iter()
+            .map(|h| h.join().expect("thread panicked"))
+            .collect()
     });
     let mut all = HashSet::with_capacity(threads * per_thread);
     for (t, ids) in per.iter().enumerate() {
         for w in ids.windows(2) {
-            assert!(w[0] < w[1], "{name}: thread {t} issued {:#x} after {:#x}", w[1], w[0]);
+            assert!(
+                w[0] < w[1],
+                "{name}: thread {t} issued {:#x} after {:#x}",
+                w[1],
+                w[0]
+            );
         }
         for id in ids {
             assert!(all.insert(*id), "{name}: duplicate id {id:#x}");
@@ -43,7 +50,10 @@ fn per_thread(l: &Layout) -> usize {
 
 #[test]
 fn every_scheme_is_unique_and_ordered_across_8_threads() {
-    for scheme in Scheme::PRESETS.iter().filter(|s| **s != Scheme::UProtocolV8) {
+    for scheme in Scheme::PRESETS
+        .iter()
+        .filter(|s| **s != Scheme::UProtocolV8)
+    {
         let node = scheme.needs_node().then_some(1);
         let g = Generator::new(scheme, node).unwrap();
         let n = per_thread(g.layout());
@@ -59,7 +69,8 @@ fn uprotocol_v8_singleton_is_unique_and_ordered_across_8_threads() {
 
 #[test]
 fn a_custom_layout_is_unique_and_ordered_across_8_threads() {
-    let l = Layout::parse_spec("time:40,node:4,counter:19,tick=1ms,epoch=2020-01-01T00:00:00Z").unwrap();
+    let l = Layout::parse_spec("time:40,node:4,counter:19,tick=1ms,epoch=2020-01-01T00:00:00Z")
+        .unwrap();
     let g = Generator::new(&Scheme::Custom(l), Some(3)).unwrap();
     hammer("custom", 8, 250_000, &|| g.next().unwrap());
 }
@@ -69,7 +80,13 @@ fn reserved_batches_are_unique_across_threads() {
     let g = Generator::new(&Scheme::Snowflake, Some(9)).unwrap();
     let per: Vec<Vec<u128>> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..4)
-            .map(|_| s.spawn(|| (0..2_000).flat_map(|_| g.reserve(64).unwrap().collect::<Vec<_>>()).collect::<Vec<_>>()))
+            .map(|_| {
+                s.spawn(|| {
+                    (0..2_000)
+                        .flat_map(|_| g.reserve(64).unwrap().collect::<Vec<_>>())
+                        .collect::<Vec<_>>()
+                })
+            })
             .collect();
         hs.into_iter().map(|h| h.join().unwrap()).collect()
     });

@@ -68,6 +68,9 @@ mod tests {
         let l = twitter();
         let p = l.decode(1_541_815_603_606_036_480);
         let ns = l.unix_ns_of(p.ticks);
-        assert_eq!(crate::time::format_unix_ns(ns as i128, 3), "2022-06-28T16:07:40.105Z");
+        assert_eq!(
+            crate::time::format_unix_ns(ns as i128, 3),
+            "2022-06-28T16:07:40.105Z"
+        );
     }
 }

@@ -88,7 +88,10 @@ mod tests {
         assert_eq!(l, 0x8def_0123_4567_89ab);
         assert_eq!(from_msb_lsb(m, l), id);
         assert!(is_valid(id));
-        assert!(!is_valid(id & !(0xF << 76) | (8 << 76)), "version 8 is not valid");
+        assert!(
+            !is_valid(id & !(0xF << 76) | (8 << 76)),
+            "version 8 is not valid"
+        );
         assert!(!is_valid(id & !(0b11 << 62)), "variant 0b00 is not valid");
         assert_eq!(time_ms(id), Some(0x0190_1234_5678));
     }

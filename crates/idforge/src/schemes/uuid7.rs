@@ -67,13 +67,21 @@ mod tests {
     fn rfc9562_appendix_a6_vector_decodes_to_its_timestamp() {
         // RFC 9562, Appendix A.6: 017F22E2-79B0-7CC3-98C4-DC0C0C07398F,
         // unix_ts_ms 0x017F22E279B0 = 1645557742000 = 2022-02-22T19:22:22.000Z.
-        let id = parse("017F22E2-79B0-7CC3-98C4-DC0C0C07398F", 128, Some(Format::Uuid)).unwrap();
+        let id = parse(
+            "017F22E2-79B0-7CC3-98C4-DC0C0C07398F",
+            128,
+            Some(Format::Uuid),
+        )
+        .unwrap();
         let l = layout();
         let p = l.decode(id);
         assert_eq!(p.ticks, 0x017F_22E2_79B0);
         assert_eq!(l.unix_ns_of(p.ticks), 1_645_557_742_000_000_000);
         assert!(p.fixed_ok, "version 7 and variant 0b10");
-        assert_eq!(crate::time::format_unix_ns(l.unix_ns_of(p.ticks) as i128, 3), "2022-02-22T19:22:22.000Z");
+        assert_eq!(
+            crate::time::format_unix_ns(l.unix_ns_of(p.ticks) as i128, 3),
+            "2022-02-22T19:22:22.000Z"
+        );
     }
 
     #[test]
