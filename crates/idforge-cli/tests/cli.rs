@@ -26,7 +26,10 @@ fn gen_uuid7_prints_count_increasing_v7_uuids() {
     assert!(o.status.success(), "{}", stderr(&o));
     let lines: Vec<String> = stdout(&o).lines().map(String::from).collect();
     assert_eq!(lines.len(), 1000);
-    assert!(lines.windows(2).all(|w| w[0] < w[1]), "text sorts in issue order");
+    assert!(
+        lines.windows(2).all(|w| w[0] < w[1]),
+        "text sorts in issue order"
+    );
     for l in &lines {
         assert_eq!(l.len(), 36);
         assert_eq!(&l[14..15], "7");
@@ -36,7 +39,16 @@ fn gen_uuid7_prints_count_increasing_v7_uuids() {
 
 #[test]
 fn gen_at_is_reproducible_and_inspect_reads_it_back() {
-    let args = ["gen", "snowflake", "--node", "7", "--at", "2024-01-01T00:00:00Z", "-n", "5000"];
+    let args = [
+        "gen",
+        "snowflake",
+        "--node",
+        "7",
+        "--at",
+        "2024-01-01T00:00:00Z",
+        "-n",
+        "5000",
+    ];
     let a = idforge(&args);
     let b = idforge(&args);
     assert!(a.status.success(), "{}", stderr(&a));
@@ -44,8 +56,18 @@ fn gen_at_is_reproducible_and_inspect_reads_it_back() {
     let ids: Vec<u64> = stdout(&a).lines().map(|l| l.parse().unwrap()).collect();
     assert_eq!(ids.iter().collect::<HashSet<_>>().len(), 5000);
     // 5000 ids at 4096 per ms: the counter carries into the next millisecond.
-    let o = idforge(&["inspect", "--scheme", "snowflake", "--json", &ids[0].to_string(), &ids[4999].to_string()]);
-    let objs: Vec<serde_json::Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let o = idforge(&[
+        "inspect",
+        "--scheme",
+        "snowflake",
+        "--json",
+        &ids[0].to_string(),
+        &ids[4999].to_string(),
+    ]);
+    let objs: Vec<serde_json::Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(objs[0]["unix_ms"], 1_704_067_200_000u64);
     assert_eq!(objs[0]["time"], "2024-01-01T00:00:00.000Z");
     assert_eq!(objs[0]["node"], 7);
@@ -71,7 +93,9 @@ fn every_format_round_trips_through_inspect() {
         let o = idforge(&args);
         assert!(o.status.success(), "{scheme}: {}", stderr(&o));
         for id in stdout(&o).lines() {
-            let o = idforge(&["inspect", "--scheme", scheme, "--format", format, "--json", id]);
+            let o = idforge(&[
+                "inspect", "--scheme", scheme, "--format", format, "--json", id,
+            ]);
             assert!(o.status.success(), "{scheme} {id}: {}", stderr(&o));
             let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
             if let Some(n) = node {
@@ -93,7 +117,10 @@ fn inspect_reads_stdin_and_reports_versions() {
     child.stdin.take().unwrap().write_all(&gen.stdout).unwrap();
     let o = child.wait_with_output().unwrap();
     assert!(o.status.success());
-    let objs: Vec<serde_json::Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let objs: Vec<serde_json::Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(objs.len(), 3);
     for v in &objs {
         assert_eq!(v["scheme"], "uprotocol-v8");
@@ -105,12 +132,23 @@ fn inspect_reads_stdin_and_reports_versions() {
 
 #[test]
 fn malformed_id_names_the_id_and_fails() {
-    let o = idforge(&["inspect", "017f22e2-79b0-7cc3-98c4-dc0c0c07398f", "017f22e2-79b0-7cc3-98c4-dc0c0c07398z"]);
+    let o = idforge(&[
+        "inspect",
+        "017f22e2-79b0-7cc3-98c4-dc0c0c07398f",
+        "017f22e2-79b0-7cc3-98c4-dc0c0c07398z",
+    ]);
     assert_eq!(o.status.code(), Some(1));
-    assert_eq!(stdout(&o).lines().count(), 1, "the good id is still decoded");
+    assert_eq!(
+        stdout(&o).lines().count(),
+        1,
+        "the good id is still decoded"
+    );
     let err = stderr(&o);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("017f22e2-79b0-7cc3-98c4-dc0c0c07398z") && err.contains("not a hex digit"), "{err}");
+    assert!(
+        err.contains("017f22e2-79b0-7cc3-98c4-dc0c0c07398z") && err.contains("not a hex digit"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -124,7 +162,10 @@ fn node_schemes_without_a_node_fail_with_advice() {
         .output()
         .unwrap();
     assert!(o.status.success());
-    assert_eq!(u64::from_str_radix(stdout(&o).trim(), 16).unwrap() >> 54, 1023);
+    assert_eq!(
+        u64::from_str_radix(stdout(&o).trim(), 16).unwrap() >> 54,
+        1023
+    );
     let o = idforge(&["gen", "snowflake", "--node", "5000"]);
     assert!(stderr(&o).contains("from 0 to 1023"));
 }
@@ -134,10 +175,19 @@ fn bad_arguments_get_one_line_errors() {
     for (args, needle) in [
         (vec!["gen", "uuid9"], "unknown scheme"),
         (vec!["gen", "custom"], "needs --layout"),
-        (vec!["gen", "snowflake", "--node", "1", "--format", "uuid"], "not UUIDs"),
+        (
+            vec!["gen", "snowflake", "--node", "1", "--format", "uuid"],
+            "not UUIDs",
+        ),
         (vec!["gen", "uuid7", "--at", "yesterday"], "invalid time"),
-        (vec!["gen", "custom", "--layout", "node:10,counter:12"], "needs a time field"),
-        (vec!["gen", "uuid7", "--layout", "time:41"], "only applies to the custom scheme"),
+        (
+            vec!["gen", "custom", "--layout", "node:10,counter:12"],
+            "needs a time field",
+        ),
+        (
+            vec!["gen", "uuid7", "--layout", "time:41"],
+            "only applies to the custom scheme",
+        ),
     ] {
         let o = idforge(&args);
         assert_eq!(o.status.code(), Some(2), "{args:?}");
@@ -150,7 +200,16 @@ fn bad_arguments_get_one_line_errors() {
 #[test]
 fn custom_layout_generates_and_decodes() {
     let spec = "time:41,node:10,counter:12,tick=1ms,epoch=2020-01-01T00:00:00Z";
-    let o = idforge(&["gen", "custom", "--layout", spec, "--node", "3", "--at", "2021-01-01T00:00:00.5Z"]);
+    let o = idforge(&[
+        "gen",
+        "custom",
+        "--layout",
+        spec,
+        "--node",
+        "3",
+        "--at",
+        "2021-01-01T00:00:00.5Z",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let id = stdout(&o).trim().to_string();
     let o = idforge(&["inspect", "--layout", spec, "--json", &id]);
@@ -171,7 +230,10 @@ fn schemes_lists_every_preset_with_its_limits() {
         ("snowflake", "2080"),
         ("sonyflake", "2188"),
     ] {
-        let line = s.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{name} missing"));
+        let line = s
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("{name} missing"));
         assert!(line.contains(year), "{line}");
     }
 }
@@ -183,4 +245,255 @@ fn large_counts_stream_and_stay_unique() {
     let s = stdout(&o);
     let set: HashSet<&str> = s.lines().collect();
     assert_eq!(set.len(), 200_000);
+}
+
+/// `idforge` with IDFORGE_PID and IDFORGE_MAC set as given (and unset otherwise).
+fn idforge_env(args: &[&str], pid: Option<&str>, mac: Option<&str>) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_idforge"));
+    c.args(args)
+        .env_remove("IDFORGE_NODE")
+        .env_remove("IDFORGE_PID")
+        .env_remove("IDFORGE_MAC");
+    if let Some(p) = pid {
+        c.env("IDFORGE_PID", p);
+    }
+    if let Some(m) = mac {
+        c.env("IDFORGE_MAC", m);
+    }
+    c.output().expect("run idforge")
+}
+
+#[test]
+fn gen_locality_sequential_reproduces_the_article() {
+    let args = [
+        "gen",
+        "locality",
+        "--sequential",
+        "--pid",
+        "31359",
+        "--mac",
+        "00:1b:4d:53:7a:50",
+        "--at",
+        "2013-04-28T01:04:00.038Z",
+        "-n",
+        "9",
+    ];
+    let o = idforge_env(&args, None, None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines: Vec<String> = stdout(&o).lines().map(String::from).collect();
+    assert_eq!(lines[0], "f5166776-7a7f-bd53-7a50-013e4e2afc26");
+    assert_eq!(lines[1], "f5166777-7a7f-bd53-7a50-013e4e2afc26");
+    assert_eq!(lines[8], "f516677e-7a7f-bd53-7a50-013e4e2afc26");
+    assert_eq!(
+        stdout(&idforge_env(&args, None, None)),
+        stdout(&o),
+        "a fixed clock and seed reproduce"
+    );
+}
+
+#[test]
+fn gen_locality_variable_ids_are_distinct_and_spread() {
+    let o = idforge_env(
+        &[
+            "gen", "locality", "-n", "20000", "--pid", "42", "--mac", "d537a50",
+        ],
+        None,
+        None,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines: Vec<String> = stdout(&o).lines().map(String::from).collect();
+    assert_eq!(lines.iter().collect::<HashSet<_>>().len(), 20_000);
+    assert!(
+        lines
+            .windows(2)
+            .all(|w| w[0].as_bytes()[0] != w[1].as_bytes()[0]),
+        "first character varies"
+    );
+    let firsts: HashSet<u8> = lines.iter().map(|l| l.as_bytes()[0]).collect();
+    assert_eq!(firsts.len(), 16);
+    for l in &lines {
+        assert_eq!(&l[9..23], "002a-bd53-7a50", "{l}");
+    }
+}
+
+#[test]
+fn gen_locality_reads_pid_and_mac_from_the_environment() {
+    let o = idforge_env(&["gen", "locality"], Some("7"), Some("02:42:ac:11:00:02"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(&stdout(&o)[9..23], "0007-bc11-0002"); // MAC byte 2 is 0xac: its low nibble c
+                                                      // Flags win over the environment.
+    let o = idforge_env(
+        &["gen", "locality", "--pid", "8", "--mac", "fffffff"],
+        Some("7"),
+        Some("02:42:ac:11:00:02"),
+    );
+    assert_eq!(&stdout(&o)[9..23], "0008-bfff-ffff");
+    // Other schemes ignore them.
+    let o = idforge_env(&["gen", "uuid7"], Some("not a pid"), Some("nor a mac"));
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn inspect_decodes_locality_ids_by_version_or_by_name() {
+    let article = "20be0ffc-314a-bd53-7a50-013a65ca76d2";
+    for args in [
+        vec!["inspect", "--json", article],
+        vec!["inspect", "--json", "--scheme", "locality", article],
+        vec![
+            "inspect",
+            "--json",
+            "--scheme",
+            "locality",
+            "--format",
+            "hex",
+            "20be0ffc314abd537a50013a65ca76d2",
+        ],
+    ] {
+        let o = idforge(&args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+        assert_eq!(v["scheme"], "locality");
+        assert_eq!(v["counter"], 3_488_672_514u64);
+        assert_eq!(v["pid"], 12_618);
+        assert_eq!(v["mac"], "d537a50");
+        assert_eq!(v["unix_ms"], 1_350_327_498_450u64);
+        assert_eq!(v["time"], "2012-10-15T18:58:18.450Z");
+        assert_eq!(v["version"], 11);
+        assert!(v["id"].is_string());
+    }
+    let o = idforge(&["inspect", article]);
+    let line = stdout(&o);
+    assert!(
+        line.starts_with(article) && line.contains("pid=12618 mac=d537a50 version=b"),
+        "{line}"
+    );
+    // Generated ids read back.
+    let g = idforge_env(
+        &[
+            "gen",
+            "locality",
+            "--pid",
+            "65535",
+            "--at",
+            "2024-01-01T00:00:00Z",
+        ],
+        None,
+        None,
+    );
+    let o = idforge(&["inspect", "--json", stdout(&g).trim()]);
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(
+        (v["pid"].as_u64(), v["unix_ms"].as_u64()),
+        (Some(65_535), Some(1_704_067_200_000))
+    );
+}
+
+#[test]
+fn inspect_as_locality_refuses_other_versions() {
+    let o = idforge(&[
+        "inspect",
+        "--scheme",
+        "locality",
+        "017f22e2-79b0-7cc3-98c4-dc0c0c07398f",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(
+        e.contains("version 7 UUID, not the version b that locality requires"),
+        "{e}"
+    );
+    assert_eq!(e.lines().count(), 1);
+}
+
+#[test]
+fn bad_locality_arguments_get_one_line_errors() {
+    for (args, pid, mac, needle) in [
+        (
+            vec!["gen", "locality", "--pid", "abc"],
+            None,
+            None,
+            "--pid \"abc\" is not a process id",
+        ),
+        (
+            vec!["gen", "locality", "--pid", "65536"],
+            None,
+            None,
+            "from 0 to 65535",
+        ),
+        (
+            vec!["gen", "locality"],
+            Some("-1"),
+            None,
+            "IDFORGE_PID \"-1\" is not a process id",
+        ),
+        (
+            vec!["gen", "locality"],
+            Some("70000"),
+            None,
+            "IDFORGE_PID: process id 70000",
+        ),
+        (
+            vec!["gen", "locality", "--mac", "zz"],
+            None,
+            None,
+            "write aa:bb:cc:dd:ee:ff",
+        ),
+        (
+            vec!["gen", "locality", "--mac", "10000000"],
+            None,
+            None,
+            "wider than the 28 bits",
+        ),
+        (
+            vec!["gen", "locality"],
+            None,
+            Some("aa:bb:cc"),
+            "IDFORGE_MAC: invalid MAC address",
+        ),
+        (
+            vec!["gen", "locality", "--node", "1"],
+            None,
+            None,
+            "locality takes no --node",
+        ),
+        (
+            vec!["gen", "locality", "--at", "yesterday"],
+            None,
+            None,
+            "invalid time",
+        ),
+        (
+            vec!["gen", "uuid7", "--sequential"],
+            None,
+            None,
+            "apply only to the locality scheme",
+        ),
+        (
+            vec![
+                "inspect", "--scheme", "locality", "--layout", "time:41", "x",
+            ],
+            None,
+            None,
+            "--layout only applies",
+        ),
+    ] {
+        let o = idforge_env(&args, pid, mac);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let e = stderr(&o);
+        assert!(e.contains(needle), "{args:?}: {e}");
+        assert_eq!(e.lines().count(), 1, "{args:?}: {e}");
+    }
+}
+
+#[test]
+fn schemes_lists_locality() {
+    let s = stdout(&idforge(&["schemes"]));
+    let line = s
+        .lines()
+        .find(|l| l.starts_with("locality "))
+        .expect("locality listed");
+    assert!(line.contains("10889") && line.contains("ver=b"), "{line}");
+    let after_presets = s.lines().position(|l| l.starts_with("locality "))
+        > s.lines().position(|l| l.starts_with("sonyflake"));
+    assert!(after_presets, "{s}");
 }

@@ -1,0 +1,1101 @@
+//! `locality`: Groupon's Locality UUID, version `b`, whose first characters spread ids over a
+//! cluster (variable mode) or gather them on one shard (sequential mode).
+//!
+//! ```text
+//!  wwwwwwww-xxxx-byyy-yyyy-zzzzzzzzzzzz
+//!  bytes 0-3    counter (32)          variable mode: nibbles least significant first
+//!                                     sequential mode: big-endian
+//!  bytes 4-5    process id (16)       big-endian, the pid modulo 65,536
+//!  byte  6      version b (4) | MAC byte 2, low nibble (4)
+//!  bytes 7-9    MAC bytes 3-5 (24)    together: the last 28 bits of the MAC address
+//!  bytes 10-15  Unix milliseconds (48), big-endian, UTC
+//! ```
+//!
+//! This implements *Locality UUID (vB)* by Peter Bakkum and Michael Craig at Groupon, as described
+//! in the README of its Java and Ruby libraries (`groupon/locality-uuid.java`, `.rb`), byte for
+//! byte. The article's example decodes as it says:
+//!
+//! ```
+//! use idforge::schemes::locality::LocalityUuid;
+//! let id: LocalityUuid = "20be0ffc-314a-bd53-7a50-013a65ca76d2".parse()?;
+//! assert_eq!(id.counter_reversed()?, 3_488_672_514);
+//! assert_eq!(id.pid()?, 12_618);
+//! assert_eq!(format!("{:07x}", id.mac()?), "d537a50");
+//! assert_eq!(id.unix_ms()?, 1_350_327_498_450); // 2012-10-15T18:58:18.450Z
+//! # Ok::<(), idforge::Error>(())
+//! ```
+//!
+//! # The counter and its two modes
+//!
+//! **Variable mode** (the default): the counter starts at a random 32-bit value and every id first
+//! adds the prime [`PRIME`] (198,491,317, wrapping modulo 2^32), then uses the new value. The 8 hex
+//! characters are its nibbles least significant first, so the *fast-changing* end of the counter
+//! comes first in the text. Since `PRIME ≡ 5 (mod 16)` and is odd, the first character of 16
+//! consecutive ids takes each of the 16 values exactly once, the first two characters of 256
+//! consecutive ids each of the 256 values once, and so on: writes keyed by these ids spread
+//! evenly over range-partitioned shards. Stepping by an odd number is a full-period permutation of
+//! the 2^32 counter values, so a generator repeats a counter only after 2^32 ids.
+//!
+//! **Sequential mode**: the counter is seeded from the MD5 of the generator's clock time in UTC as
+//! `yyyyMMddHHm` (year, month, day, hour and the *tens digit* of the minute: 11 characters, a new
+//! seed every 10 minutes that every machine computes alike), digest bytes 0-3 read
+//! little-endian ([`sequential_seed`]); every id adds 1 first and uses the value, written
+//! big-endian. Ids made in the same 10 minutes, on any machine, start with the same few
+//! characters: their writes land on the same shard.
+//!
+//! Mode switches, [`LocalityGenerator::use_sequential`] and [`LocalityGenerator::use_variable`]:
+//!
+//! * counter and mode live in one `AtomicU64` (`counter << 32 | mode`), so a switch is a single
+//!   atomic store or `fetch_and`, and every id's encoding follows the mode in force at the instant
+//!   of its `fetch_add`;
+//! * the step is chosen from a relaxed load just before that `fetch_add`, so an id racing a switch
+//!   may step by the other mode's amount (once per thread at most). Its counter value is still one
+//!   no other id of this generator holds;
+//! * switching to sequential mode while already in it does nothing; switching from variable mode
+//!   reseeds from the current 10-minute bucket (as the original does), except that re-entering
+//!   sequential mode within a bucket this generator already seeded continues after the last
+//!   sequential value it issued (see "What changed" below);
+//! * switching to variable mode continues from the counter's current value.
+//!
+//! Switches are serialised by a mutex; [`LocalityGenerator::next`] never takes it.
+//!
+//! # Uniqueness
+//!
+//! Two ids differ if they differ in millisecond, process id, MAC fragment or counter. A generator
+//! issues fewer than 2^32 ids per millisecond, so its counter does not repeat within one. The
+//! argument holds for processes only if **no two processes share both a pid (mod 65,536) and the
+//! last 28 bits of a MAC address**, and within a process only for **one generator**: two
+//! generators with the same pid and MAC fragment can issue the same id in the same millisecond (in
+//! sequential mode they certainly will). Use [`shared`] for the process-wide one.
+//! Sequential and variable values are different encodings of different counter values; an id of
+//! one mode equals an id of the other only if, in the same millisecond, one counter value is the
+//! nibble-reversal of the other (about one chance in 2^32 per pair).
+//!
+//! # Decoding the counter
+//!
+//! An id does not record its mode. [`LocalityUuid::counter_reversed`] reads the counter as
+//! variable mode wrote it (the default mode, and how the article decodes its example);
+//! [`LocalityUuid::counter_sequential`] reads the first 8 characters as one big-endian number, as
+//! sequential mode wrote it. `idforge inspect` reports the first.
+//!
+//! # What changed from the original, and why
+//!
+//! * **The Java bug.** The Java library writes the counter's two top nibbles with
+//!   `(count & 0xF0000000) >> 28`, an arithmetic shift: when the counter's top bit is set (a
+//!   negative `int`) the sign bits fill hex character 6 with `f`, whatever that counter nibble was.
+//!   Half of all variable-mode ids from Java show `f` there (the article's examples `c8c9cef9`,
+//!   `14951cfa`, ... all do). This module writes the true nibble. Old Java ids still parse; their
+//!   [`counter_reversed`](LocalityUuid::counter_reversed) is off in that nibble, which matters to
+//!   no one since the counter is not meant to be read back.
+//! * **No silent modulo.** The default pid is `std::process::id()` modulo 65,536, as the format
+//!   says. A pid or MAC fragment given explicitly that does not fit is refused
+//!   ([`Error::PidOutOfRange`], [`Error::MacFragmentOutOfRange`]) rather than wrapped: wrapping
+//!   would quietly make two processes alike.
+//! * **No repeats on re-entering sequential mode.** The original resets the counter to the seed
+//!   on every switch into sequential mode, so sequential → variable → sequential within one
+//!   millisecond issues `seed + 1` again at the same time: a duplicate. Here a generator
+//!   re-entering sequential mode in a 10-minute bucket it already seeded continues after the last
+//!   sequential value it issued; in a new bucket it reseeds, as the original does.
+//! * **A generator, not a process-wide flag.** The Java mode is a plain `static boolean` shared by
+//!   the process (and read without synchronisation). Here mode and counter belong to a
+//!   [`LocalityGenerator`]; [`shared`] is the process-wide one.
+//! * **Deterministic MAC choice.** The default MAC is the first interface, by name, in
+//!   `/sys/class/net` with a non-zero address, preferring interfaces backed by a device (real
+//!   hardware) over virtual ones; zeros if none (or not on Linux).
+//!
+//! # When you must set the pid and MAC
+//!
+//! The uniqueness argument assumes each machine has its own MAC suffix and each process its own
+//! pid. Containers break both, silently:
+//!
+//! * every container's main process is often **PID 1** (or another small number), so all replicas
+//!   of a service write the same pid;
+//! * container network interfaces get **generated MAC addresses**: Docker's classic scheme derives
+//!   them from the container's IP, and the first container on each host's default bridge is
+//!   `172.17.0.2`, hence `02:42:ac:11:00:02` on every host. With PID 1, replicas on different hosts
+//!   write identical pid and MAC fields; other runtimes pick random addresses, which only makes a
+//!   clash unlikely;
+//! * Linux allows pids above 65,535 (`kernel.pid_max` is 4,194,304 on many distributions), so
+//!   processes on one host can share a pid modulo 65,536.
+//!
+//! Two replicas with equal pid and MAC fragment issue colliding ids whenever their counters meet in
+//! the same millisecond: in sequential mode, which seeds every machine alike, that is immediate.
+//! So in containers, or anywhere pids and MACs are not unique across the id space, assign each
+//! process a distinct (pid, MAC fragment) pair from your deployment (an ordinal of a StatefulSet,
+//! a slot from a coordinator) with [`LocalityBuilder::pid`] and [`LocalityBuilder::mac_fragment`]
+//! (on the command line: `--pid`, `--mac` or `IDFORGE_PID`, `IDFORGE_MAC`). That gives 2^44
+//! distinct generators.
+
+use std::fmt;
+use std::path::Path;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+use md5::{Digest, Md5};
+
+use crate::clock::{Clock, WallClock};
+use crate::error::{clip, malformed, Error};
+use crate::text::{self, Format};
+use crate::time::{format_unix_ns, year_of_unix_ns};
+
+/// The scheme's name, as `idforge` spells it.
+pub const NAME: &str = "locality";
+/// The UUID version nibble: `b`.
+pub const VERSION: u8 = 0xb;
+/// The step of the variable-mode counter: a prime (odd, so stepping visits all 2^32 values).
+pub const PRIME: u32 = 198_491_317;
+/// Width of the MAC fragment: the low nibble of MAC byte 2 and bytes 3 to 5.
+pub const MAC_BITS: u32 = 28;
+/// The largest MAC fragment.
+pub const MAX_MAC_FRAGMENT: u32 = (1 << MAC_BITS) - 1;
+/// The largest process id the 16-bit field holds.
+pub const MAX_PID: u16 = u16::MAX;
+/// Width of the millisecond timestamp; it runs out in the year 10889.
+pub const TIME_BITS: u32 = 48;
+/// Length of a sequential-mode seed bucket: 10 minutes, in milliseconds.
+pub const BUCKET_MS: u64 = 600_000;
+
+const MS_MASK: u128 = (1 << TIME_BITS) - 1;
+/// Mode bit in the generator's state word; the counter sits in the high 32 bits, so adding
+/// `step << 32` wraps the counter modulo 2^32 and never touches the mode.
+const SEQUENTIAL_BIT: u64 = 1;
+const COUNTER_SHIFT: u32 = 32;
+
+/// How a generator steps and writes its counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum CounterMode {
+    /// Add [`PRIME`] per id, write the nibbles least significant first: ids spread over shards.
+    #[default]
+    Variable,
+    /// Add 1 per id from a seed shared by every machine for 10 minutes, written big-endian: ids
+    /// cluster on one shard.
+    Sequential,
+}
+
+/// Reverses the order of the 8 nibbles of a `u32` (its own inverse). Variable mode writes its
+/// counter this way.
+///
+/// ```
+/// use idforge::schemes::locality::reverse_nibbles;
+/// assert_eq!(reverse_nibbles(0xCFF0_EB02), 0x20BE_0FFC);
+/// assert_eq!(reverse_nibbles(0x20BE_0FFC), 0xCFF0_EB02);
+/// ```
+#[inline]
+pub const fn reverse_nibbles(x: u32) -> u32 {
+    (((x & 0x0F0F_0F0F) << 4) | ((x >> 4) & 0x0F0F_0F0F)).swap_bytes()
+}
+
+/// The 10-minute bucket text sequential mode hashes: the UTC time as `yyyyMMddHHm` (the last
+/// character is the tens digit of the minute).
+///
+/// ```
+/// // 2013-04-28T01:04:00.038Z
+/// assert_eq!(idforge::schemes::locality::bucket_key(1_367_111_040_038), "20130428010");
+/// ```
+pub fn bucket_key(unix_ms: u64) -> String {
+    let t = format_unix_ns(i128::from(unix_ms) * 1_000_000, 0);
+    // "YYYY-MM-DDTHH:MM:SSZ" (a year past 9999 is written "+YYYYY"): keep the date's digits and
+    // the first three of the time.
+    let (date, time) = t.split_once('T').unwrap_or((t.as_str(), ""));
+    date.chars()
+        .filter(char::is_ascii_digit)
+        .chain(time.chars().filter(char::is_ascii_digit).take(3))
+        .collect()
+}
+
+/// The sequential-mode seed for a time: bytes 0 to 3 of the MD5 of [`bucket_key`], read
+/// little-endian. The first sequential id of the bucket uses `seed + 1`.
+///
+/// ```
+/// // The article's sequential examples were made at 2013-04-28T01:04Z: f5166776..., f5166777...
+/// assert_eq!(idforge::schemes::locality::sequential_seed(1_367_111_040_038), 0xf516_6775);
+/// ```
+pub fn sequential_seed(unix_ms: u64) -> u32 {
+    let d = Md5::digest(bucket_key(unix_ms).as_bytes());
+    u32::from_le_bytes([d[0], d[1], d[2], d[3]])
+}
+
+/// The 28-bit fragment of a MAC address the format stores: the low nibble of byte 2 and bytes 3
+/// to 5.
+///
+/// ```
+/// use idforge::schemes::locality::mac_fragment;
+/// assert_eq!(mac_fragment([0x00, 0x1b, 0x4d, 0x53, 0x7a, 0x50]), 0xd53_7a50);
+/// ```
+pub const fn mac_fragment(mac: [u8; 6]) -> u32 {
+    ((mac[2] as u32 & 0xF) << 24) | ((mac[3] as u32) << 16) | ((mac[4] as u32) << 8) | mac[5] as u32
+}
+
+/// Parses a MAC address: six bytes of two hex digits each, separated by `:` or `-`.
+///
+/// ```
+/// use idforge::schemes::locality::parse_mac;
+/// assert_eq!(parse_mac("02:42:AC:11:00:02")?, [0x02, 0x42, 0xac, 0x11, 0x00, 0x02]);
+/// assert!(parse_mac("02:42:ac:11:00").is_err());
+/// # Ok::<(), idforge::Error>(())
+/// ```
+pub fn parse_mac(text: &str) -> Result<[u8; 6], Error> {
+    let invalid = |reason: String| Error::InvalidMac {
+        input: clip(text),
+        reason,
+    };
+    let t = text.trim();
+    let sep = if t.contains('-') { '-' } else { ':' };
+    let groups: Vec<&str> = t.split(sep).collect();
+    if groups.len() != 6 {
+        return Err(invalid(format!(
+            "it has {} groups separated by {sep:?}, a MAC address has 6",
+            groups.len()
+        )));
+    }
+    let mut mac = [0u8; 6];
+    for (i, g) in groups.iter().enumerate() {
+        if g.len() != 2 || !g.bytes().all(|c| c.is_ascii_hexdigit()) {
+            return Err(invalid(format!(
+                "group {} ({g:?}) is not two hex digits",
+                i + 1
+            )));
+        }
+        mac[i] = u8::from_str_radix(g, 16).map_err(|e| invalid(e.to_string()))?;
+    }
+    Ok(mac)
+}
+
+/// The machine's MAC address as the default generator finds it: on Linux, the first interface in
+/// `/sys/class/net` (in name order) with a non-zero address, preferring interfaces backed by a
+/// device over virtual ones (bridges, veths, tunnels); `None` if there is none or the directory
+/// does not exist (other systems).
+pub fn system_mac() -> Option<[u8; 6]> {
+    let dir = std::fs::read_dir("/sys/class/net").ok()?;
+    let mut interfaces: Vec<_> = dir
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.file_name().is_some_and(|n| n != "lo"))
+        .collect();
+    interfaces.sort();
+    let address = |p: &std::path::PathBuf| -> Option<[u8; 6]> {
+        let text = std::fs::read_to_string(p.join("address")).ok()?;
+        parse_mac(&text).ok().filter(|m| *m != [0; 6])
+    };
+    let hardware = |p: &&std::path::PathBuf| Path::exists(&p.join("device"));
+    interfaces
+        .iter()
+        .filter(hardware)
+        .find_map(address)
+        .or_else(|| interfaces.iter().find_map(address))
+}
+
+/// A UUID held for reading as a Locality UUID: 16 bytes, most significant first.
+///
+/// Any UUID parses; the locality fields (counter, pid, MAC fragment, time) are refused with
+/// [`Error::WrongVersion`] unless its version nibble is `b`.
+///
+/// ```
+/// use idforge::schemes::locality::LocalityUuid;
+/// let id: LocalityUuid = " 20BE0FFC-314A-BD53-7A50-013A65CA76D2\n".parse()?;
+/// assert_eq!(id.to_string(), "20be0ffc-314a-bd53-7a50-013a65ca76d2");
+/// assert_eq!(LocalityUuid::from_bytes(id.to_bytes()), id);
+/// let v4: LocalityUuid = "9c5b94b1-35ad-49bb-b118-8e8fc24abf80".parse()?;
+/// assert!(v4.pid().is_err());
+/// # Ok::<(), idforge::Error>(())
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LocalityUuid(u128);
+
+impl LocalityUuid {
+    /// The UUID whose 128 bits, most significant first, are `value`.
+    pub const fn from_u128(value: u128) -> Self {
+        Self(value)
+    }
+
+    /// The 128 bits as a number (byte 0 most significant).
+    pub const fn as_u128(self) -> u128 {
+        self.0
+    }
+
+    /// The UUID of 16 raw bytes.
+    pub const fn from_bytes(bytes: [u8; 16]) -> Self {
+        Self(u128::from_be_bytes(bytes))
+    }
+
+    /// The UUID of a byte slice, which must be exactly 16 bytes ([`Error::ByteLength`] otherwise).
+    ///
+    /// ```
+    /// use idforge::schemes::locality::LocalityUuid;
+    /// assert!(LocalityUuid::from_slice(&[0; 16]).is_ok());
+    /// assert!(LocalityUuid::from_slice(&[0; 15]).is_err());
+    /// ```
+    pub fn from_slice(bytes: &[u8]) -> Result<Self, Error> {
+        let bytes: [u8; 16] = bytes.try_into().map_err(|_| Error::ByteLength {
+            what: "UUID",
+            expected: 16,
+            found: bytes.len(),
+        })?;
+        Ok(Self::from_bytes(bytes))
+    }
+
+    /// The 16 raw bytes, most significant first.
+    pub const fn to_bytes(self) -> [u8; 16] {
+        self.0.to_be_bytes()
+    }
+
+    /// Builds the id a generator in `mode` writes for these fields.
+    ///
+    /// Refuses a MAC fragment wider than 28 bits and a time past the 48-bit field (the year 10889).
+    ///
+    /// ```
+    /// use idforge::schemes::locality::{CounterMode, LocalityUuid};
+    /// let id = LocalityUuid::from_parts(0xCFF0_EB02, CounterMode::Variable, 12_618, 0xd53_7a50, 1_350_327_498_450)?;
+    /// assert_eq!(id.to_string(), "20be0ffc-314a-bd53-7a50-013a65ca76d2");
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
+    pub fn from_parts(
+        counter: u32,
+        mode: CounterMode,
+        pid: u16,
+        mac_fragment: u32,
+        unix_ms: u64,
+    ) -> Result<Self, Error> {
+        if mac_fragment > MAX_MAC_FRAGMENT {
+            return Err(Error::MacFragmentOutOfRange {
+                fragment: u64::from(mac_fragment),
+            });
+        }
+        if u128::from(unix_ms) > MS_MASK {
+            return Err(Error::TimeOutOfRange {
+                scheme: NAME.into(),
+                time: format_unix_ns(i128::from(unix_ms) * 1_000_000, 3),
+                year: year_of_unix_ns(MS_MASK * 1_000_000),
+            });
+        }
+        Ok(Self::compose(
+            counter,
+            mode,
+            middle(pid, mac_fragment),
+            unix_ms,
+        ))
+    }
+
+    #[inline]
+    fn compose(counter: u32, mode: CounterMode, middle: u128, unix_ms: u64) -> Self {
+        let written = match mode {
+            CounterMode::Variable => reverse_nibbles(counter),
+            CounterMode::Sequential => counter,
+        };
+        Self((u128::from(written) << 96) | middle | (u128::from(unix_ms) & MS_MASK))
+    }
+
+    /// The version nibble (`0xb` for a Locality UUID), whatever the UUID.
+    pub const fn version(self) -> u8 {
+        ((self.0 >> 76) & 0xF) as u8
+    }
+
+    /// Whether the version nibble is `b`.
+    pub const fn is_locality(self) -> bool {
+        self.version() == VERSION
+    }
+
+    fn check(self) -> Result<(), Error> {
+        if self.is_locality() {
+            Ok(())
+        } else {
+            Err(Error::WrongVersion {
+                input: self.to_string(),
+                scheme: NAME.into(),
+                expected: VERSION,
+                found: self.version(),
+            })
+        }
+    }
+
+    /// The counter as variable mode wrote it (nibbles least significant first): the default mode,
+    /// and the article's reading. For a sequential-mode id use
+    /// [`counter_sequential`](Self::counter_sequential); the id cannot tell which it is.
+    pub fn counter_reversed(self) -> Result<u32, Error> {
+        self.check()?;
+        Ok(reverse_nibbles((self.0 >> 96) as u32))
+    }
+
+    /// The counter as sequential mode wrote it: the first 8 hex characters, big-endian.
+    pub fn counter_sequential(self) -> Result<u32, Error> {
+        self.check()?;
+        Ok((self.0 >> 96) as u32)
+    }
+
+    /// The process id field (the generating pid modulo 65,536, or the one set explicitly).
+    pub fn pid(self) -> Result<u16, Error> {
+        self.check()?;
+        Ok((self.0 >> 80) as u16)
+    }
+
+    /// The 28-bit MAC fragment; `format!("{:07x}", ...)` writes it as the article does (`d537a50`).
+    pub fn mac(self) -> Result<u32, Error> {
+        self.check()?;
+        Ok(((self.0 >> 48) as u32) & MAX_MAC_FRAGMENT)
+    }
+
+    /// Milliseconds since the Unix epoch, UTC.
+    pub fn unix_ms(self) -> Result<u64, Error> {
+        self.check()?;
+        Ok((self.0 & MS_MASK) as u64)
+    }
+}
+
+impl fmt::Display for LocalityUuid {
+    /// Canonical lowercase UUID text.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(text::encode(self.0, 128, Format::Uuid).as_str())
+    }
+}
+
+impl fmt::Debug for LocalityUuid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "LocalityUuid({self})")
+    }
+}
+
+impl FromStr for LocalityUuid {
+    type Err = Error;
+
+    /// Parses UUID text: 36 characters, hyphens at 8, 13, 18 and 23, hex digits in either case,
+    /// surrounding whitespace ignored.
+    fn from_str(s: &str) -> Result<Self, Error> {
+        let t = s.trim();
+        if t.is_empty() {
+            return Err(malformed(
+                s,
+                "empty: expected a UUID (8-4-4-4-12 hex digits)",
+            ));
+        }
+        text::parse_uuid(t, s).map(Self)
+    }
+}
+
+impl From<LocalityUuid> for u128 {
+    fn from(id: LocalityUuid) -> u128 {
+        id.0
+    }
+}
+
+impl From<u128> for LocalityUuid {
+    fn from(value: u128) -> Self {
+        Self(value)
+    }
+}
+
+impl From<[u8; 16]> for LocalityUuid {
+    fn from(bytes: [u8; 16]) -> Self {
+        Self::from_bytes(bytes)
+    }
+}
+
+impl TryFrom<&[u8]> for LocalityUuid {
+    type Error = Error;
+    fn try_from(bytes: &[u8]) -> Result<Self, Error> {
+        Self::from_slice(bytes)
+    }
+}
+
+/// Bytes 4 to 9 in place: pid, version, MAC fragment.
+const fn middle(pid: u16, mac_fragment: u32) -> u128 {
+    ((pid as u128) << 80)
+        | ((VERSION as u128) << 76)
+        | (((mac_fragment & MAX_MAC_FRAGMENT) as u128) << 48)
+}
+
+/// Where a generator stands in sequential mode, kept for re-entering it (guarded by the switch
+/// mutex).
+#[derive(Debug, Default)]
+struct SequentialState {
+    /// The 10-minute bucket (Unix ms / [`BUCKET_MS`]) last seeded.
+    bucket: Option<u64>,
+    /// The counter when sequential mode was last left.
+    resume: u32,
+}
+
+/// Makes Locality UUIDs: one relaxed load and one `fetch_add` per id, no lock. Share it between
+/// threads (`&` or `Arc`); make one per process ([`shared`]) unless you give each its own pid or
+/// MAC fragment.
+///
+/// ```
+/// use idforge::ManualClock;
+/// use idforge::schemes::locality::LocalityGenerator;
+/// // The article's sequential examples: pid 0x7a7f, MAC ..:_d:53:7a:50, 2013-04-28T01:04:00.038Z.
+/// let g = LocalityGenerator::builder()
+///     .clock(ManualClock::new(1_367_111_040_038_000_000))
+///     .pid(0x7a7f)
+///     .mac_fragment(0xd53_7a50)
+///     .sequential(true)
+///     .build()?;
+/// assert_eq!(g.next().to_string(), "f5166776-7a7f-bd53-7a50-013e4e2afc26");
+/// assert_eq!(g.next().to_string(), "f5166777-7a7f-bd53-7a50-013e4e2afc26");
+/// # Ok::<(), idforge::Error>(())
+/// ```
+pub struct LocalityGenerator<C: Clock = WallClock> {
+    clock: C,
+    /// `counter << 32 | mode`: one word, so each id's counter value and mode come from one
+    /// atomic read-modify-write.
+    state: AtomicU64,
+    /// Bytes 4 to 9, the same in every id.
+    middle: u128,
+    pid: u16,
+    mac: u32,
+    switch: Mutex<SequentialState>,
+}
+
+impl<C: Clock> fmt::Debug for LocalityGenerator<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LocalityGenerator")
+            .field("mode", &self.mode())
+            .field("pid", &self.pid)
+            .field("mac", &format_args!("{:07x}", self.mac))
+            .finish_non_exhaustive()
+    }
+}
+
+impl LocalityGenerator<WallClock> {
+    /// A generator on the wall clock, in variable mode from a random counter, with this process's
+    /// id (modulo 65,536) and the machine's MAC ([`system_mac`], zeros if none). In containers,
+    /// set the pid and MAC instead (see the module docs).
+    pub fn new() -> Self {
+        Self::assemble(
+            WallClock,
+            default_pid(),
+            system_mac().map_or(0, mac_fragment),
+            rand::random(),
+            false,
+        )
+    }
+
+    /// A builder, to set the pid, MAC, clock, counter start or mode.
+    pub fn builder() -> LocalityBuilder<WallClock> {
+        LocalityBuilder {
+            clock: WallClock,
+            pid: None,
+            mac: None,
+            counter: None,
+            sequential: false,
+        }
+    }
+}
+
+impl Default for LocalityGenerator<WallClock> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// This process's id modulo 65,536, as the format defines the default pid field.
+fn default_pid() -> u16 {
+    (std::process::id() % 65_536) as u16
+}
+
+impl<C: Clock> LocalityGenerator<C> {
+    fn assemble(clock: C, pid: u16, mac: u32, counter: u32, sequential: bool) -> Self {
+        let g = Self {
+            clock,
+            state: AtomicU64::new(u64::from(counter) << COUNTER_SHIFT),
+            middle: middle(pid, mac),
+            pid,
+            mac,
+            switch: Mutex::new(SequentialState::default()),
+        };
+        if sequential {
+            g.use_sequential();
+        }
+        g
+    }
+
+    /// The next id: step the counter (one `fetch_add`), read the clock, assemble.
+    #[inline]
+    pub fn next(&self) -> LocalityUuid {
+        // Relaxed is enough: every id's counter value comes from its own read-modify-write of
+        // `state`, and all of those sit in the one modification order of that location whatever
+        // their ordering; no other memory is published through it.
+        let seen = self.state.load(Ordering::Relaxed);
+        let step = if seen & SEQUENTIAL_BIT == 0 { PRIME } else { 1 };
+        let before = self
+            .state
+            .fetch_add(u64::from(step) << COUNTER_SHIFT, Ordering::Relaxed);
+        let counter = ((before >> COUNTER_SHIFT) as u32).wrapping_add(step);
+        let unix_ms = self.clock.now_ns() / 1_000_000;
+        LocalityUuid::compose(counter, mode_of(before), self.middle, unix_ms)
+    }
+
+    /// Switches to sequential mode (see the module docs for the exact semantics): from variable
+    /// mode the counter is reseeded from the clock's 10-minute bucket, or, re-entering a bucket
+    /// this generator already seeded, continues after its last sequential value. Already in
+    /// sequential mode, nothing changes.
+    pub fn use_sequential(&self) {
+        let mut seq = self.switch.lock().unwrap_or_else(PoisonError::into_inner);
+        if mode_of(self.state.load(Ordering::Relaxed)) == CounterMode::Sequential {
+            return;
+        }
+        let unix_ms = self.clock.now_ns() / 1_000_000;
+        let bucket = unix_ms / BUCKET_MS;
+        let start = if seq.bucket == Some(bucket) {
+            seq.resume
+        } else {
+            seq.bucket = Some(bucket);
+            sequential_seed(unix_ms)
+        };
+        self.state.store(
+            (u64::from(start) << COUNTER_SHIFT) | SEQUENTIAL_BIT,
+            Ordering::Relaxed,
+        );
+    }
+
+    /// Switches to variable mode, continuing from the counter's current value.
+    pub fn use_variable(&self) {
+        let mut seq = self.switch.lock().unwrap_or_else(PoisonError::into_inner);
+        let before = self.state.fetch_and(!SEQUENTIAL_BIT, Ordering::Relaxed);
+        if mode_of(before) == CounterMode::Sequential {
+            seq.resume = (before >> COUNTER_SHIFT) as u32;
+        }
+    }
+
+    /// The current mode.
+    pub fn mode(&self) -> CounterMode {
+        mode_of(self.state.load(Ordering::Relaxed))
+    }
+
+    /// The counter's current value: the last id used it (or, before the first id, the start).
+    pub fn counter(&self) -> u32 {
+        (self.state.load(Ordering::Relaxed) >> COUNTER_SHIFT) as u32
+    }
+
+    /// The pid written into every id.
+    pub fn pid(&self) -> u16 {
+        self.pid
+    }
+
+    /// The 28-bit MAC fragment written into every id.
+    pub fn mac(&self) -> u32 {
+        self.mac
+    }
+
+    /// The generator's clock.
+    pub fn clock(&self) -> &C {
+        &self.clock
+    }
+}
+
+#[inline]
+fn mode_of(state: u64) -> CounterMode {
+    if state & SEQUENTIAL_BIT == 0 {
+        CounterMode::Variable
+    } else {
+        CounterMode::Sequential
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum MacSource {
+    Address([u8; 6]),
+    Fragment(u64),
+}
+
+/// Configures a [`LocalityGenerator`]: clock, pid, MAC, counter start and mode.
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct LocalityBuilder<C: Clock = WallClock> {
+    clock: C,
+    pid: Option<u64>,
+    mac: Option<MacSource>,
+    counter: Option<u32>,
+    sequential: bool,
+}
+
+impl<C: Clock> LocalityBuilder<C> {
+    /// The clock ids take their time from, and sequential mode its seed (a
+    /// [`ManualClock`](crate::ManualClock) reproduces the ids of a given moment).
+    pub fn clock<D: Clock>(self, clock: D) -> LocalityBuilder<D> {
+        LocalityBuilder {
+            clock,
+            pid: self.pid,
+            mac: self.mac,
+            counter: self.counter,
+            sequential: self.sequential,
+        }
+    }
+
+    /// The process id to write, 0 to 65,535 (default: this process's id modulo 65,536). Larger
+    /// values are refused by [`build`](Self::build), not wrapped.
+    pub fn pid(mut self, pid: u64) -> Self {
+        self.pid = Some(pid);
+        self
+    }
+
+    /// The MAC address whose last 28 bits to write (default: [`system_mac`]).
+    pub fn mac(mut self, mac: [u8; 6]) -> Self {
+        self.mac = Some(MacSource::Address(mac));
+        self
+    }
+
+    /// The 28-bit MAC fragment to write directly, up to `0xfffffff` (larger values are refused by
+    /// [`build`](Self::build)).
+    pub fn mac_fragment(mut self, fragment: u64) -> Self {
+        self.mac = Some(MacSource::Fragment(fragment));
+        self
+    }
+
+    /// The counter's starting value (default: random). The first variable-mode id uses
+    /// `start + PRIME`. Sequential mode seeds from the clock instead.
+    pub fn counter(mut self, start: u32) -> Self {
+        self.counter = Some(start);
+        self
+    }
+
+    /// Start in sequential mode (default: variable).
+    pub fn sequential(mut self, on: bool) -> Self {
+        self.sequential = on;
+        self
+    }
+
+    /// The generator; refuses a pid above 65,535 or a MAC fragment wider than 28 bits.
+    pub fn build(self) -> Result<LocalityGenerator<C>, Error> {
+        let pid = match self.pid {
+            None => default_pid(),
+            Some(p) => u16::try_from(p).map_err(|_| Error::PidOutOfRange { pid: p })?,
+        };
+        let mac = match self.mac {
+            None => system_mac().map_or(0, mac_fragment),
+            Some(MacSource::Address(m)) => mac_fragment(m),
+            Some(MacSource::Fragment(f)) => match u32::try_from(f) {
+                Ok(f) if f <= MAX_MAC_FRAGMENT => f,
+                _ => return Err(Error::MacFragmentOutOfRange { fragment: f }),
+            },
+        };
+        let counter = self.counter.unwrap_or_else(rand::random);
+        Ok(LocalityGenerator::assemble(
+            self.clock,
+            pid,
+            mac,
+            counter,
+            self.sequential,
+        ))
+    }
+}
+
+/// The process-wide generator on the wall clock, with this process's pid and the machine's MAC.
+///
+/// ```
+/// let a = idforge::schemes::locality::shared().next();
+/// let b = idforge::schemes::locality::shared().next();
+/// assert_ne!(a, b);
+/// assert_eq!(a.pid()?, (std::process::id() % 65_536) as u16);
+/// # Ok::<(), idforge::Error>(())
+/// ```
+pub fn shared() -> &'static LocalityGenerator {
+    static GEN: OnceLock<LocalityGenerator> = OnceLock::new();
+    GEN.get_or_init(LocalityGenerator::new)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use proptest::prelude::*;
+
+    const ARTICLE: &str = "20be0ffc-314a-bd53-7a50-013a65ca76d2";
+    /// 2013-04-28T01:04:00.038Z, the time of the article's sequential examples.
+    const SEQ_MS: u64 = 1_367_111_040_038;
+
+    fn at(ms: u64) -> ManualClock {
+        ManualClock::new(ms * 1_000_000)
+    }
+
+    #[test]
+    fn article_example_decodes() {
+        let id: LocalityUuid = ARTICLE.parse().unwrap();
+        assert_eq!(id.version(), 0xb);
+        assert_eq!(id.counter_reversed().unwrap(), 3_488_672_514);
+        assert_eq!(id.counter_sequential().unwrap(), 0x20be_0ffc);
+        assert_eq!(id.pid().unwrap(), 12_618);
+        assert_eq!(id.mac().unwrap(), 0xd53_7a50);
+        assert_eq!(id.unix_ms().unwrap(), 1_350_327_498_450);
+        assert_eq!(
+            format_unix_ns(i128::from(id.unix_ms().unwrap()) * 1_000_000, 3),
+            "2012-10-15T18:58:18.450Z"
+        );
+    }
+
+    #[test]
+    fn generator_reproduces_the_article_example() {
+        let g = LocalityGenerator::builder()
+            .clock(at(1_350_327_498_450))
+            .pid(12_618)
+            .mac([0, 0, 0x0d, 0x53, 0x7a, 0x50])
+            .counter(0xCFF0_EB02u32.wrapping_sub(PRIME))
+            .build()
+            .unwrap();
+        assert_eq!(g.next().to_string(), ARTICLE);
+        assert_eq!(g.counter(), 0xCFF0_EB02);
+    }
+
+    #[test]
+    fn sequential_seed_of_the_article_bucket() {
+        assert_eq!(bucket_key(SEQ_MS), "20130428010");
+        assert_eq!(sequential_seed(SEQ_MS), 0xf516_6775);
+        // The bucket is 10 minutes: 01:00:00.000 to 01:09:59.999.
+        let start = SEQ_MS - 4 * 60_000 - 38;
+        assert_eq!(bucket_key(start), "20130428010");
+        assert_eq!(bucket_key(start - 1), "20130428005");
+        assert_eq!(bucket_key(start + BUCKET_MS - 1), "20130428010");
+        assert_eq!(bucket_key(start + BUCKET_MS), "20130428011");
+        assert_eq!(bucket_key(0), "19700101000");
+    }
+
+    #[test]
+    fn sequential_mode_counts_by_one_from_seed_plus_one() {
+        let g = LocalityGenerator::builder()
+            .clock(at(SEQ_MS))
+            .pid(0x7a7f)
+            .mac_fragment(0xd53_7a50)
+            .sequential(true)
+            .build()
+            .unwrap();
+        let ids: Vec<String> = (0..9).map(|_| g.next().to_string()).collect();
+        assert_eq!(ids[0], "f5166776-7a7f-bd53-7a50-013e4e2afc26");
+        // The article lists f5166777 ... f516677e: the next eight.
+        for (i, id) in ids[1..].iter().enumerate() {
+            assert_eq!(&id[..8], format!("{:08x}", 0xf516_6777u32 + i as u32));
+            assert_eq!(&id[8..], "-7a7f-bd53-7a50-013e4e2afc26");
+        }
+        assert_eq!(g.mode(), CounterMode::Sequential);
+    }
+
+    #[test]
+    fn article_variable_examples_step_by_the_prime_below_the_java_bug() {
+        // The article's consecutive variable-mode ids. Each has its counter's top bit set, so the
+        // Java library forced hex character 6 (counter nibble 6) to `f`; the low 24 bits of
+        // consecutive counters still differ by exactly PRIME.
+        let ids = [
+            "c8c9cef9", "14951cfa", "6f5169fb", "ba2da6fc", "06f8f3fc", "51c441fd", "ac809efe",
+            "f75cdbff",
+        ];
+        let counters: Vec<u32> = ids
+            .iter()
+            .map(|s| reverse_nibbles(u32::from_str_radix(s, 16).unwrap()))
+            .collect();
+        for (s, c) in ids.iter().zip(&counters) {
+            assert!(c >> 31 == 1 && &s[6..7] == "f", "{s}");
+        }
+        for w in counters.windows(2) {
+            assert_eq!(w[1].wrapping_sub(w[0]) & 0xFF_FFFF, PRIME & 0xFF_FFFF);
+        }
+    }
+
+    #[test]
+    fn top_bit_counters_keep_their_true_nibble() {
+        // Counter 0x8123_4567: the Java library would write "7654321f"; the format says 76543218.
+        let id = LocalityUuid::from_parts(0x8123_4567, CounterMode::Variable, 1, 2, 3).unwrap();
+        assert_eq!(&id.to_string()[..8], "76543218");
+    }
+
+    #[test]
+    fn variable_mode_steps_by_the_prime_and_wraps() {
+        let start = u32::MAX - PRIME + 5; // one step past 2^32 - 1
+        let g = LocalityGenerator::builder()
+            .clock(at(1))
+            .pid(1)
+            .mac_fragment(1)
+            .counter(start)
+            .build()
+            .unwrap();
+        let a = g.next();
+        assert_eq!(a.counter_reversed().unwrap(), 4, "wrapped modulo 2^32");
+        let b = g.next();
+        assert_eq!(b.counter_reversed().unwrap(), 4 + PRIME);
+        assert_ne!(&a.to_string()[..1], &b.to_string()[..1]);
+    }
+
+    #[test]
+    fn odd_steps_have_full_period_on_small_moduli() {
+        // x -> x + PRIME (mod 2^k) visits all 2^k values before repeating, for every k up to 20;
+        // the same holds for 2^32 because PRIME is odd (gcd(PRIME, 2^k) = 1 for every k).
+        assert_eq!(PRIME % 2, 1);
+        for k in 1..=20u32 {
+            let m = 1u64 << k;
+            let step = u64::from(PRIME) % m;
+            let mut seen = vec![false; m as usize];
+            let mut x = 12_345 % m;
+            for _ in 0..m {
+                assert!(!seen[x as usize], "repeat before 2^{k}");
+                seen[x as usize] = true;
+                x = (x + step) % m;
+            }
+            assert_eq!(x, 12_345 % m, "back at the start after exactly 2^{k}");
+        }
+    }
+
+    #[test]
+    fn switching_modes() {
+        let clock = at(SEQ_MS);
+        let g = LocalityGenerator::builder()
+            .clock(clock.clone())
+            .pid(3)
+            .mac_fragment(4)
+            .counter(100)
+            .build()
+            .unwrap();
+        assert_eq!(g.mode(), CounterMode::Variable);
+        assert_eq!(g.next().counter_reversed().unwrap(), 100 + PRIME);
+        g.use_sequential();
+        g.use_sequential(); // no effect while sequential
+        assert_eq!(g.next().counter_sequential().unwrap(), 0xf516_6776);
+        assert_eq!(g.next().counter_sequential().unwrap(), 0xf516_6777);
+        // Back to variable: continues from the current value.
+        g.use_variable();
+        assert_eq!(
+            g.next().counter_reversed().unwrap(),
+            0xf516_6777u32.wrapping_add(PRIME)
+        );
+        // Re-entering sequential mode in the same bucket continues, never repeats.
+        g.use_sequential();
+        assert_eq!(g.next().counter_sequential().unwrap(), 0xf516_6778);
+        // In a new bucket it reseeds.
+        g.use_variable();
+        clock.advance(BUCKET_MS * 1_000_000);
+        g.use_sequential();
+        let seed = sequential_seed(SEQ_MS + BUCKET_MS);
+        assert_eq!(g.next().counter_sequential().unwrap(), seed.wrapping_add(1));
+    }
+
+    #[test]
+    fn builder_refuses_out_of_range_values() {
+        let e = LocalityGenerator::builder()
+            .pid(65_536)
+            .build()
+            .unwrap_err();
+        assert_eq!(e, Error::PidOutOfRange { pid: 65_536 });
+        assert!(e.to_string().contains("from 0 to 65535"), "{e}");
+        assert!(LocalityGenerator::builder().pid(65_535).build().is_ok());
+        let e = LocalityGenerator::builder()
+            .mac_fragment(1 << 28)
+            .build()
+            .unwrap_err();
+        assert_eq!(e, Error::MacFragmentOutOfRange { fragment: 1 << 28 });
+        assert!(e.to_string().contains("0xfffffff"), "{e}");
+        let e = LocalityGenerator::builder()
+            .mac_fragment(u64::MAX)
+            .build()
+            .unwrap_err();
+        assert!(matches!(e, Error::MacFragmentOutOfRange { .. }));
+    }
+
+    #[test]
+    fn from_parts_refuses_what_does_not_fit() {
+        let e = LocalityUuid::from_parts(0, CounterMode::Variable, 0, 1 << 28, 0).unwrap_err();
+        assert!(matches!(
+            e,
+            Error::MacFragmentOutOfRange {
+                fragment: 0x1000_0000
+            }
+        ));
+        let e = LocalityUuid::from_parts(0, CounterMode::Variable, 0, 0, 1 << 48).unwrap_err();
+        assert!(
+            matches!(e, Error::TimeOutOfRange { year: 10889, .. }),
+            "{e:?}"
+        );
+        assert!(LocalityUuid::from_parts(0, CounterMode::Variable, 0, 0, (1 << 48) - 1).is_ok());
+    }
+
+    #[test]
+    fn fields_of_other_versions_are_refused() {
+        let v4: LocalityUuid = "9c5b94b1-35ad-49bb-b118-8e8fc24abf80".parse().unwrap();
+        assert_eq!(v4.version(), 4);
+        let expect = |r: Result<u64, Error>| {
+            let e = r.unwrap_err();
+            assert!(
+                matches!(&e, Error::WrongVersion { expected: 0xb, found: 4, scheme, .. } if scheme == "locality"),
+                "{e:?}"
+            );
+            assert!(
+                e.to_string()
+                    .contains("not the version b that locality requires"),
+                "{e}"
+            );
+        };
+        expect(v4.counter_reversed().map(u64::from));
+        expect(v4.counter_sequential().map(u64::from));
+        expect(v4.pid().map(u64::from));
+        expect(v4.mac().map(u64::from));
+        expect(v4.unix_ms());
+    }
+
+    #[test]
+    fn mac_parsing() {
+        assert_eq!(
+            parse_mac("00-1B-4D-53-7A-50").unwrap(),
+            [0, 0x1b, 0x4d, 0x53, 0x7a, 0x50]
+        );
+        assert_eq!(
+            parse_mac(" 00:1b:4d:53:7a:50\n").unwrap(),
+            [0, 0x1b, 0x4d, 0x53, 0x7a, 0x50]
+        );
+        for (bad, needle) in [
+            ("", "1 groups"),
+            ("00:1b:4d:53:7a", "5 groups"),
+            ("00:1b:4d:53:7a:50:01", "7 groups"),
+            ("00:1b:4d:53:7a:5", "group 6"),
+            ("00:1b:4d:53:7a:5g", "group 6"),
+            ("00:1b:4d:53:7a:+5", "group 6"),
+            ("00:1b-4d:53:7a:50", "2 groups"),
+        ] {
+            let e = parse_mac(bad).unwrap_err();
+            assert!(matches!(e, Error::InvalidMac { .. }), "{bad}");
+            let msg = e.to_string();
+            assert!(
+                msg.contains(needle) && msg.contains("for example"),
+                "{bad}: {msg}"
+            );
+        }
+    }
+
+    #[test]
+    fn system_mac_is_never_zero_or_loopback() {
+        if let Some(m) = system_mac() {
+            assert_ne!(m, [0; 6]);
+        }
+        let g = LocalityGenerator::new();
+        assert_eq!(g.mac(), system_mac().map_or(0, mac_fragment));
+        assert_eq!(g.pid(), (std::process::id() % 65_536) as u16);
+        assert!(format!("{g:?}").contains("Variable"));
+    }
+
+    proptest! {
+        #[test]
+        fn bytes_text_bytes_round_trip(bytes in any::<[u8; 16]>()) {
+            let id = LocalityUuid::from_bytes(bytes);
+            let text = id.to_string();
+            let back: LocalityUuid = text.parse().unwrap();
+            prop_assert_eq!(back, id);
+            prop_assert_eq!(back.to_bytes(), bytes);
+            let upper: LocalityUuid = text.to_uppercase().parse().unwrap();
+            prop_assert_eq!(upper, id);
+            prop_assert_eq!(LocalityUuid::from_slice(&bytes).unwrap(), id);
+        }
+
+        #[test]
+        fn fields_round_trip(counter in any::<u32>(), seq in any::<bool>(), pid in any::<u16>(),
+                             mac in 0..=MAX_MAC_FRAGMENT, ms in 0..(1u64 << 48)) {
+            let mode = if seq { CounterMode::Sequential } else { CounterMode::Variable };
+            let id = LocalityUuid::from_parts(counter, mode, pid, mac, ms).unwrap();
+            let read = if seq { id.counter_sequential() } else { id.counter_reversed() };
+            prop_assert_eq!(read.unwrap(), counter);
+            prop_assert_eq!(id.pid().unwrap(), pid);
+            prop_assert_eq!(id.mac().unwrap(), mac);
+            prop_assert_eq!(id.unix_ms().unwrap(), ms);
+            prop_assert_eq!(id.version(), VERSION);
+        }
+
+        #[test]
+        fn reverse_nibbles_is_an_involution(x in any::<u32>()) {
+            prop_assert_eq!(reverse_nibbles(reverse_nibbles(x)), x);
+            let s = format!("{x:08x}");
+            let r: String = s.chars().rev().collect();
+            prop_assert_eq!(format!("{:08x}", reverse_nibbles(x)), r);
+        }
+    }
+}
