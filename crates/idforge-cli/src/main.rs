@@ -5,15 +5,17 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use idforge::inspect::inspect_locality;
+use idforge::schemes::locality::{self, LocalityBuilder, LocalityGenerator};
 use idforge::schemes::uprotocol_v8;
 use idforge::text::{self, Format};
 use idforge::{
-    inspect, Clock, Decoded, Error, Generator, Layout, ManualClock, OnClockBehind, OnExhausted, Policy,
-    Scheme, StampCell,
+    inspect, Clock, Decoded, Error, Generator, Layout, ManualClock, OnClockBehind, OnExhausted,
+    Policy, Scheme, StampCell,
 };
 
-/// Unique ids in every layout that matters: UUIDv7, uProtocol, GlobalId, Snowflake, Sonyflake
-/// and custom layouts, from one lock-free engine.
+/// Unique ids in every layout that matters: UUIDv7, uProtocol, GlobalId, Snowflake, Sonyflake,
+/// Groupon's Locality UUID and custom layouts, from one lock-free engine.
 #[derive(Parser, Debug)]
 #[command(name = "idforge", version, about, long_about = None)]
 struct Cli {
@@ -24,10 +26,14 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Generate ids, one per line.
-    #[command(after_help = "Examples:\n  idforge gen uuid7 -n 5\n  idforge gen snowflake --node 7 -n 3 --format hex\n  idforge gen global-id --node 18 --at 2024-01-01T00:00:00Z -n 3\n  idforge gen custom --layout time:41,node:10,counter:12,tick=1ms,epoch=2020-01-01T00:00:00Z --node 1")]
+    #[command(
+        after_help = "Examples:\n  idforge gen uuid7 -n 5\n  idforge gen snowflake --node 7 -n 3 --format hex\n  idforge gen global-id --node 18 --at 2024-01-01T00:00:00Z -n 3\n  idforge gen custom --layout time:41,node:10,counter:12,tick=1ms,epoch=2020-01-01T00:00:00Z --node 1\n  idforge gen locality -n 3\n  idforge gen locality --sequential --pid 7 --mac 02:42:ac:11:00:02 -n 3"
+    )]
     Gen(GenArgs),
     /// Decode ids into their parts (time, node, counter, version).
-    #[command(after_help = "Examples:\n  idforge inspect 017f22e2-79b0-7cc3-98c4-dc0c0c07398f\n  idforge inspect --scheme snowflake --json 1541815603606036480\n  idforge gen uuid7 -n 3 | idforge inspect -")]
+    #[command(
+        after_help = "Examples:\n  idforge inspect 017f22e2-79b0-7cc3-98c4-dc0c0c07398f\n  idforge inspect --scheme snowflake --json 1541815603606036480\n  idforge gen uuid7 -n 3 | idforge inspect -\n  idforge inspect --json 20be0ffc-314a-bd53-7a50-013a65ca76d2"
+    )]
     Inspect(InspectArgs),
     /// List every scheme with its layout, capacity and the year it runs out.
     Schemes,
@@ -36,7 +42,7 @@ enum Command {
 #[derive(Args, Debug)]
 struct GenArgs {
     /// The scheme: uuid7, uprotocol, uprotocol-v8, global-id, global-id-128, snowflake, sonyflake,
-    /// or custom (with --layout).
+    /// locality, or custom (with --layout).
     scheme: String,
     /// How many ids to generate.
     #[arg(short = 'n', long = "count", default_value_t = 1)]
@@ -69,6 +75,19 @@ struct GenArgs {
     /// Show progress on stderr (default: when stderr is a terminal and COUNT >= 1,000,000).
     #[arg(long)]
     progress: bool,
+    /// locality: sequential mode, so ids made in the same 10 minutes on any machine share their
+    /// first characters (one shard); the default variable mode spreads them over all shards.
+    #[arg(long)]
+    sequential: bool,
+    /// locality: the process id to write, 0 to 65535 (falls back to IDFORGE_PID, then this
+    /// process's id modulo 65536). Set it in containers, where every process may be PID 1.
+    #[arg(long, value_name = "N")]
+    pid: Option<String>,
+    /// locality: the MAC address whose last 28 bits to write, aa:bb:cc:dd:ee:ff, or the 28-bit
+    /// fragment as up to 7 hex digits as `inspect` prints it (falls back to IDFORGE_MAC, then the
+    /// machine's first non-loopback MAC).
+    #[arg(long, value_name = "MAC")]
+    mac: Option<String>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -82,7 +101,7 @@ struct InspectArgs {
     /// Ids to decode; `-` reads ids from standard input, one per line.
     #[arg(required = true)]
     ids: Vec<String>,
-    /// The scheme of integer ids (UUIDs are recognised by their version).
+    /// The scheme of integer ids (UUIDs are recognised by their version: 7, 8, or b for locality).
     #[arg(long, short = 's')]
     scheme: Option<String>,
     /// Layout of the custom scheme (see `idforge gen --help`).
@@ -146,10 +165,24 @@ fn env_node() -> anyhow::Result<Option<u64>> {
 }
 
 fn gen(a: GenArgs) -> anyhow::Result<ExitCode> {
+    if a.scheme == locality::NAME {
+        return gen_locality(a);
+    }
+    if a.sequential || a.pid.is_some() || a.mac.is_some() {
+        anyhow::bail!(
+            "--sequential, --pid and --mac apply only to the locality scheme, not {}",
+            a.scheme
+        );
+    }
     let scheme = resolve_scheme(&a.scheme, a.layout.as_deref())?;
     let format = a.format.unwrap_or_else(|| scheme.default_format());
     let layout = scheme.layout();
-    text::check_format(format, layout.bits, scheme.uuid_version().is_some(), scheme.name())?;
+    text::check_format(
+        format,
+        layout.bits,
+        scheme.uuid_version().is_some(),
+        scheme.name(),
+    )?;
     // --node is taken as given; IDFORGE_NODE only where the scheme has a node field, so a
     // machine-wide setting does not break `gen uuid7`.
     let node = match a.node {
@@ -193,7 +226,92 @@ fn gen(a: GenArgs) -> anyhow::Result<ExitCode> {
             let g = Generator::with_clock(&scheme, node, ManualClock::new(t), Policy::UNBOUNDED)?;
             out.write(&g)
         }
-        None => out.write(&Generator::with_clock(&scheme, node, idforge::WallClock, policy)?),
+        None => out.write(&Generator::with_clock(
+            &scheme,
+            node,
+            idforge::WallClock,
+            policy,
+        )?),
+    }
+}
+
+/// A `--pid`/`--mac` value from its flag, else from its environment variable, with its source
+/// for error messages.
+fn flag_or_env(
+    flag: Option<String>,
+    flag_name: &'static str,
+    var: &'static str,
+) -> Option<(String, String)> {
+    match flag {
+        Some(v) => Some((v, flag_name.to_string())),
+        None => match std::env::var(var) {
+            Ok(v) if !v.trim().is_empty() => Some((v, var.to_string())),
+            _ => None,
+        },
+    }
+}
+
+/// Applies `--pid`, `--mac` (or IDFORGE_PID, IDFORGE_MAC) and `--sequential` to a builder.
+fn configure_locality<C: Clock>(
+    mut b: LocalityBuilder<C>,
+    pid: &Option<(String, String)>,
+    mac: &Option<(String, String)>,
+    sequential: bool,
+) -> anyhow::Result<LocalityBuilder<C>> {
+    if let Some((v, source)) = pid {
+        let p: u64 = v.trim().parse().map_err(|_| {
+            anyhow::anyhow!("{source} {v:?} is not a process id: use an integer from 0 to 65535")
+        })?;
+        if p > u64::from(u16::MAX) {
+            anyhow::bail!("{source}: {}", Error::PidOutOfRange { pid: p });
+        }
+        b = b.pid(p);
+    }
+    if let Some((v, source)) = mac {
+        let t = v.trim();
+        b = if t.contains(':') || t.contains('-') {
+            b.mac(locality::parse_mac(t).map_err(|e| anyhow::anyhow!("{source}: {e}"))?)
+        } else {
+            let f = u64::from_str_radix(t, 16).map_err(|_| {
+                anyhow::anyhow!("{source} {v:?} is not a MAC address: write aa:bb:cc:dd:ee:ff, or the 28-bit fragment as up to 7 hex digits (d537a50)")
+            })?;
+            if f > u64::from(locality::MAX_MAC_FRAGMENT) {
+                anyhow::bail!("{source}: {}", Error::MacFragmentOutOfRange { fragment: f });
+            }
+            b.mac_fragment(f)
+        };
+    }
+    Ok(b.sequential(sequential))
+}
+
+fn gen_locality(a: GenArgs) -> anyhow::Result<ExitCode> {
+    if a.node.is_some()
+        || a.layout.is_some()
+        || a.run_ahead
+        || a.max_lead.is_some()
+        || a.on_clock_behind.is_some()
+    {
+        anyhow::bail!("locality takes no --node, --layout, --run-ahead, --max-lead or --on-clock-behind: its ids are kept apart by --pid, --mac and a 32-bit counter per millisecond");
+    }
+    let format = a.format.unwrap_or(Format::Uuid);
+    let pid = flag_or_env(a.pid, "--pid", "IDFORGE_PID");
+    let mac = flag_or_env(a.mac, "--mac", "IDFORGE_MAC");
+    let out = Output {
+        count: a.count,
+        format,
+        bits: 128,
+        progress: a.progress || (a.count >= 1_000_000 && io::stderr().is_terminal()),
+    };
+    match a.at {
+        Some(at) => {
+            let t = idforge::time::parse_rfc3339(&at)?;
+            let b = LocalityGenerator::builder().clock(ManualClock::new(t));
+            out.write_locality(&configure_locality(b, &pid, &mac, a.sequential)?.build()?)
+        }
+        None => {
+            let b = LocalityGenerator::builder();
+            out.write_locality(&configure_locality(b, &pid, &mac, a.sequential)?.build()?)
+        }
     }
 }
 
@@ -206,20 +324,43 @@ struct Output {
 
 impl Output {
     fn write<C: Clock, S: StampCell>(&self, g: &Generator<C, S>) -> anyhow::Result<ExitCode> {
-        let stdout = io::stdout();
-        let mut w = io::BufWriter::with_capacity(1 << 16, stdout.lock());
         // Take ids in batches: one CAS per batch, never more than one tick's counter.
         let chunk = (g.layout().ids_per_tick().min(64)) as u64;
+        self.write_from(chunk, |n, emit| {
+            for id in g.reserve(n)? {
+                emit(id)?;
+            }
+            Ok(())
+        })
+    }
+
+    fn write_locality<C: Clock>(&self, g: &LocalityGenerator<C>) -> anyhow::Result<ExitCode> {
+        self.write_from(64, |n, emit| {
+            for _ in 0..n {
+                emit(g.next().as_u128())?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Writes `count` ids, taking them `chunk` at a time from `take(n, emit)`.
+    fn write_from(
+        &self,
+        chunk: u64,
+        mut take: impl FnMut(u64, &mut dyn FnMut(u128) -> io::Result<()>) -> anyhow::Result<()>,
+    ) -> anyhow::Result<ExitCode> {
+        let stdout = io::stdout();
+        let mut w = io::BufWriter::with_capacity(1 << 16, stdout.lock());
         let start = Instant::now();
         let mut last_report = start;
         let mut done = 0u64;
         while done < self.count {
             let n = chunk.min(self.count - done);
-            for id in g.reserve(n)? {
+            take(n, &mut |id| {
                 let t = text::encode(id, self.bits, self.format);
                 w.write_all(t.as_bytes())?;
-                w.write_all(b"\n")?;
-            }
+                w.write_all(b"\n")
+            })?;
             done += n;
             if self.progress && done % (1 << 16) < n {
                 let now = Instant::now();
@@ -248,7 +389,12 @@ impl Output {
 }
 
 fn inspect_cmd(a: InspectArgs) -> anyhow::Result<ExitCode> {
+    let as_locality = a.scheme.as_deref() == Some(locality::NAME);
+    if as_locality && a.layout.is_some() {
+        anyhow::bail!("--layout only applies to the custom scheme, not locality");
+    }
     let scheme = match &a.scheme {
+        Some(_) if as_locality => None,
         Some(name) => Some(resolve_scheme(name, a.layout.as_deref())?),
         None if a.layout.is_some() => Some(resolve_scheme("custom", a.layout.as_deref())?),
         None => None,
@@ -257,7 +403,12 @@ fn inspect_cmd(a: InspectArgs) -> anyhow::Result<ExitCode> {
     let mut out = io::BufWriter::new(stdout.lock());
     let mut failures = 0u64;
     let mut one = |id: &str, out: &mut dyn Write| -> io::Result<()> {
-        match inspect(id, scheme.as_ref(), a.format) {
+        let decoded = if as_locality {
+            inspect_locality(id, a.format)
+        } else {
+            inspect(id, scheme.as_ref(), a.format)
+        };
+        match decoded {
             Ok(d) => {
                 if a.json {
                     writeln!(out, "{}", to_json(&d))
@@ -303,7 +454,10 @@ fn to_json(d: &Decoded) -> serde_json::Value {
     let mut m = Map::new();
     m.insert("id".into(), json!(d.input));
     m.insert("scheme".into(), json!(d.scheme));
-    m.insert("value".into(), json!(text::encode(d.value, d.bits, Format::Dec).to_string()));
+    m.insert(
+        "value".into(),
+        json!(text::encode(d.value, d.bits, Format::Dec).to_string()),
+    );
     m.insert("unix_ms".into(), json!(d.unix_ms() as u64));
     m.insert("unix_ns".into(), json!(d.unix_ns.to_string()));
     m.insert("time".into(), json!(d.time));
@@ -324,6 +478,12 @@ fn to_json(d: &Decoded) -> serde_json::Value {
     if let Some(c) = d.counter {
         m.insert("counter".into(), num(c));
     }
+    if let Some(pid) = d.pid {
+        m.insert("pid".into(), json!(pid));
+    }
+    if let Some(mac) = &d.mac {
+        m.insert("mac".into(), json!(mac));
+    }
     if let Some(r) = d.random {
         m.insert("random".into(), json!(format!("{r:x}")));
     }
@@ -337,7 +497,13 @@ fn to_json(d: &Decoded) -> serde_json::Value {
 }
 
 fn to_line(d: &Decoded) -> String {
-    let mut s = format!("{}  scheme={} time={} unix_ms={}", d.canonical, d.scheme, d.time, d.unix_ms());
+    let mut s = format!(
+        "{}  scheme={} time={} unix_ms={}",
+        d.canonical,
+        d.scheme,
+        d.time,
+        d.unix_ms()
+    );
     if let Some(node) = d.node {
         if d.scheme == "uprotocol-v8" {
             s.push_str(&format!(" rand_b={node:016x}"));
@@ -348,8 +514,14 @@ fn to_line(d: &Decoded) -> String {
     if let Some(c) = d.counter {
         s.push_str(&format!(" counter={c}"));
     }
+    if let Some(pid) = d.pid {
+        s.push_str(&format!(" pid={pid}"));
+    }
+    if let Some(mac) = &d.mac {
+        s.push_str(&format!(" mac={mac}"));
+    }
     if let Some(v) = d.version {
-        s.push_str(&format!(" version={v}"));
+        s.push_str(&format!(" version={v:x}"));
     }
     if let Some(v) = d.variant {
         s.push_str(&format!(" variant=0b{v:02b}"));
@@ -391,6 +563,21 @@ fn schemes() -> anyhow::Result<ExitCode> {
             s.summary()
         )?;
     }
+    writeln!(
+        out,
+        "{:<14} {:>4}  {:>9} {:>14} {:>9} {:>9}  counter(32) | pid(16) | ver=b | mac(28) | time(48)",
+        locality::NAME,
+        128,
+        1u64 << 32,
+        (1u64 << 32) * 1000,
+        "-",
+        10889
+    )?;
+    writeln!(
+        out,
+        "{:<14}       tick 1 ms, epoch 1970-01-01T00:00:00.000Z; Groupon Locality UUID (version b): variable mode spreads ids over shards, --sequential clusters them; set --pid/--mac in containers",
+        ""
+    )?;
     writeln!(
         out,
         "custom         --layout time:41,node:10,counter:12,tick=1ms,epoch=2020-01-01T00:00:00Z (fields from the most significant bit)"

@@ -23,7 +23,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use idforge::{Clock, Generator, OnClockBehind, OnExhausted, Policy, Scheme, WallClock};
+use idforge::{
+    Clock, Generator, OnClockBehind, OnExhausted, Policy, Scheme, StateOptions, WallClock,
+};
 
 const RUN_AHEAD: Policy = Policy {
     on_exhausted: OnExhausted::RunAhead,
@@ -114,6 +116,29 @@ fn schemes(c: &mut Criterion) {
     {
         let gen = generator(scheme);
         g.bench_function(scheme.name(), |b| b.iter(|| black_box(gen.next().unwrap())));
+    }
+    g.finish();
+
+    // The same generators with their stamp in a state file shared by the processes of the host.
+    let mut g = c.benchmark_group("next_host_wide");
+    g.throughput(Throughput::Elements(1));
+    for scheme in [Scheme::NanoTs, Scheme::Uuid7, Scheme::Snowflake] {
+        let path = std::env::temp_dir().join(format!(
+            "idforge-bench-{}-{}.state",
+            scheme.name(),
+            std::process::id()
+        ));
+        let node = scheme.needs_node().then_some(1);
+        let gen = Generator::host_wide(
+            &scheme,
+            node,
+            WallClock,
+            RUN_AHEAD,
+            &StateOptions::new(&path),
+        )
+        .unwrap();
+        g.bench_function(scheme.name(), |b| b.iter(|| black_box(gen.next().unwrap())));
+        let _ = std::fs::remove_file(&path);
     }
     g.finish();
 

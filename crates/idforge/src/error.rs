@@ -140,9 +140,42 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// Raw id bytes of the wrong length.
+    #[error("{found} bytes cannot be a {what}: it is exactly {expected} bytes; pass the id's raw bytes, most significant first")]
+    ByteLength {
+        /// What the bytes were meant to be.
+        what: &'static str,
+        /// The length required.
+        expected: usize,
+        /// The length given.
+        found: usize,
+    },
+    /// A process id too wide for the locality scheme's 16-bit pid field.
+    #[error("process id {pid} does not fit the locality scheme's 16-bit pid field: pass a pid from 0 to 65535 (idforge does not wrap larger values: two processes could then write the same pid)")]
+    PidOutOfRange {
+        /// The process id given.
+        pid: u64,
+    },
+    /// A MAC fragment wider than the locality scheme's 28 bits.
+    #[error("MAC fragment {fragment:#x} is wider than the 28 bits the locality scheme stores: pass a value up to 0xfffffff, or a whole MAC address (its last 28 bits are used)")]
+    MacFragmentOutOfRange {
+        /// The fragment given.
+        fragment: u64,
+    },
+    /// A MAC address could not be parsed.
+    #[error("invalid MAC address {input:?}: {reason}. Write six hex bytes separated by colons, for example 02:42:ac:11:00:02")]
+    InvalidMac {
+        /// The text given (truncated to 80 characters).
+        input: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The process-wide singleton was already constructed.
     #[error("the {0} generator is a process-wide singleton and was already created; use the shared instance instead")]
     SingletonTaken(&'static str),
+    /// A shared state file could not be used.
+    #[error(transparent)]
+    StateFile(#[from] crate::shm::StateFileError),
 }
 
 /// Shortens user input for an error message.

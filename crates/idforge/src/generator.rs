@@ -2,7 +2,6 @@
 //! generates through this one type.
 
 use std::cell::RefCell;
-use std::sync::atomic::AtomicU64;
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -12,6 +11,7 @@ use crate::error::Error;
 use crate::layout::Layout;
 use crate::schemes::Scheme;
 use crate::sequencer::{Policy, Sequencer, StampCell, StampRange};
+use crate::shm::{fingerprint, HostStamp, ProcessStamp, StateOptions};
 
 thread_local! {
     // A fast per-thread generator (xoshiro) seeded from the OS: random id bits need
@@ -44,7 +44,7 @@ fn random_u64() -> u64 {
 /// assert!(b > a);
 /// assert_eq!(snowflake.layout().decode(a).node, 7);
 /// ```
-pub struct Generator<C: Clock = WallClock, S: StampCell = AtomicU64> {
+pub struct Generator<C: Clock = WallClock, S: StampCell = ProcessStamp> {
     seq: Sequencer<C, S>,
     scheme: Scheme,
     layout: Layout,
@@ -163,16 +163,17 @@ impl<C: Clock + std::fmt::Debug, S: StampCell> std::fmt::Debug for Generator<C, 
     }
 }
 
-impl Generator<WallClock, AtomicU64> {
+impl Generator<WallClock, ProcessStamp> {
     /// A generator on the wall clock with the scheme's default policy.
     pub fn new(scheme: &Scheme, node: Option<u64>) -> Result<Self, Error> {
         Self::with_clock(scheme, node, WallClock, scheme.default_policy())
     }
 }
 
-impl<C: Clock> Generator<C, AtomicU64> {
+impl<C: Clock> Generator<C, ProcessStamp> {
     /// A generator on a given clock (a [`ManualClock`](crate::ManualClock) for tests and
-    /// backfills) with a given policy.
+    /// backfills) with a given policy. Its stamp is in-process, in a page a forked child shares,
+    /// so parent and child never issue the same id.
     pub fn with_clock(
         scheme: &Scheme,
         node: Option<u64>,
@@ -180,8 +181,47 @@ impl<C: Clock> Generator<C, AtomicU64> {
         policy: Policy,
     ) -> Result<Self, Error> {
         let layout = scheme.layout();
-        let seq = Sequencer::new(clock, layout.timebase(), policy)?;
+        let seq = Sequencer::with_cell(clock, ProcessStamp::new()?, layout.timebase(), policy)?;
         Self::with_sequencer(scheme, node, seq)
+    }
+}
+
+impl<C: Clock> Generator<C, HostStamp> {
+    /// A host-wide generator: its stamp is in the state file `state.path`, shared by every
+    /// process of the host that opens the same file, so their ids are unique and ordered together
+    /// and a restarted process continues after the last id issued. The file's fingerprint binds
+    /// it to this scheme, layout and node.
+    ///
+    /// ```
+    /// use idforge::{Generator, Scheme, StateOptions, WallClock};
+    /// let dir = std::env::temp_dir().join(format!("idforge-doc-{}", std::process::id()));
+    /// let state = StateOptions::new(dir.join("uuid7.state"));
+    /// let a = Generator::host_wide(&Scheme::Uuid7, None, WallClock, Scheme::Uuid7.default_policy(), &state)?;
+    /// let b = Generator::host_wide(&Scheme::Uuid7, None, WallClock, Scheme::Uuid7.default_policy(), &state)?;
+    /// assert!(b.next()? > a.next()?); // one stamp for both
+    /// # std::fs::remove_dir_all(dir).ok();
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
+    pub fn host_wide(
+        scheme: &Scheme,
+        node: Option<u64>,
+        clock: C,
+        policy: Policy,
+        state: &StateOptions,
+    ) -> Result<Self, Error> {
+        let layout = scheme.layout();
+        let node_value = scheme.resolve_node(node)?;
+        let tb = layout.timebase();
+        let fp = fingerprint(
+            scheme.name(),
+            &layout.spec(),
+            &tb,
+            node_value,
+            state.durable,
+        );
+        let cell = HostStamp::open(state, &fp, &tb)?;
+        let seq = Sequencer::with_cell(clock, cell, tb, policy)?;
+        Self::build(scheme, node_value, seq)
     }
 }
 

@@ -1,9 +1,10 @@
 //! Decoding any id back into its parts.
 //!
-//! UUIDs are recognised by their version (7: `uuid7`, 8: `uprotocol-v8`); integer ids carry no
-//! marker of their scheme, so they need one named.
+//! UUIDs are recognised by their version (7: `uuid7`, 8: `uprotocol-v8`, b: `locality`); integer
+//! ids carry no marker of their scheme, so they need one named.
 
 use crate::error::{clip, malformed, Error};
+use crate::schemes::locality::{self, LocalityUuid};
 use crate::schemes::Scheme;
 use crate::text::{self, Format};
 use crate::time::{digits_for_tick, format_unix_ns};
@@ -35,6 +36,10 @@ pub struct Decoded {
     pub variant: Option<u8>,
     /// The id in the scheme's default text format.
     pub canonical: String,
+    /// The process id field, for Locality UUIDs.
+    pub pid: Option<u32>,
+    /// The MAC fragment as hex (7 digits, 28 bits), for Locality UUIDs.
+    pub mac: Option<String>,
 }
 
 impl Decoded {
@@ -53,7 +58,11 @@ impl Decoded {
 /// assert_eq!(d.unix_ms(), 1_645_557_742_000);
 /// assert_eq!(d.time, "2022-02-22T19:22:22.000Z");
 /// ```
-pub fn inspect(input: &str, scheme: Option<&Scheme>, format: Option<Format>) -> Result<Decoded, Error> {
+pub fn inspect(
+    input: &str,
+    scheme: Option<&Scheme>,
+    format: Option<Format>,
+) -> Result<Decoded, Error> {
     let trimmed = input.trim();
     let scheme = match scheme {
         Some(s) => s.clone(),
@@ -70,10 +79,11 @@ pub fn inspect(input: &str, scheme: Option<&Scheme>, format: Option<Format>) -> 
             match ((value >> 76) & 0xF) as u8 {
                 7 => Scheme::Uuid7,
                 8 => Scheme::UProtocolV8,
+                locality::VERSION => return inspect_locality(input, format),
                 v => {
                     return Err(malformed(
                         input,
-                        format!("a version {v:x} UUID has no layout idforge decodes (it knows versions 7 and 8); name one with --scheme"),
+                        format!("a version {v:x} UUID has no layout idforge decodes (it knows versions 7, 8 and b); name one with --scheme"),
                     ))
                 }
             }
@@ -117,6 +127,48 @@ pub fn inspect(input: &str, scheme: Option<&Scheme>, format: Option<Format>) -> 
         version: is_uuid.then_some(((value >> 76) & 0xF) as u8),
         variant: is_uuid.then_some(((value >> 62) & 0b11) as u8),
         canonical: text::encode(value, bits, scheme.default_format()).to_string(),
+        pid: None,
+        mac: None,
+    })
+}
+
+/// Decodes a Locality UUID ([`locality`]), in `format` or (with `None`) the detected one; other
+/// UUID versions are refused with [`Error::WrongVersion`]. The counter is read as variable mode
+/// writes it ([`LocalityUuid::counter_reversed`]): an id does not record its mode.
+///
+/// ```
+/// let d = idforge::inspect::inspect_locality("20be0ffc-314a-bd53-7a50-013a65ca76d2", None).unwrap();
+/// assert_eq!(d.counter, Some(3_488_672_514));
+/// assert_eq!((d.pid, d.mac.as_deref()), (Some(12_618), Some("d537a50")));
+/// assert_eq!(d.time, "2012-10-15T18:58:18.450Z");
+/// ```
+pub fn inspect_locality(input: &str, format: Option<Format>) -> Result<Decoded, Error> {
+    let trimmed = input.trim();
+    let id = LocalityUuid::from_u128(text::parse(trimmed, 128, format)?);
+    if !id.is_locality() {
+        return Err(Error::WrongVersion {
+            input: clip(trimmed),
+            scheme: locality::NAME.into(),
+            expected: locality::VERSION,
+            found: id.version(),
+        });
+    }
+    let unix_ns = u128::from(id.unix_ms()?) * 1_000_000;
+    Ok(Decoded {
+        input: trimmed.to_string(),
+        scheme: locality::NAME.to_string(),
+        value: id.as_u128(),
+        bits: 128,
+        unix_ns,
+        time: format_unix_ns(unix_ns as i128, 3),
+        node: None,
+        counter: Some(u128::from(id.counter_reversed()?)),
+        random: None,
+        version: Some(id.version()),
+        variant: None,
+        canonical: id.to_string(),
+        pid: Some(u32::from(id.pid()?)),
+        mac: Some(format!("{:07x}", id.mac()?)),
     })
 }
 
@@ -135,6 +187,40 @@ mod tests {
     }
 
     #[test]
+    fn version_b_is_a_locality_uuid() {
+        let d = inspect(" 20BE0FFC-314A-BD53-7A50-013A65CA76D2 ", None, None).unwrap();
+        assert_eq!(d.scheme, "locality");
+        assert_eq!(d.canonical, "20be0ffc-314a-bd53-7a50-013a65ca76d2");
+        assert_eq!(
+            (d.counter, d.pid, d.version),
+            (Some(3_488_672_514), Some(12_618), Some(0xb))
+        );
+        assert_eq!(d.mac.as_deref(), Some("d537a50"));
+        assert_eq!(d.unix_ms(), 1_350_327_498_450);
+        let hex = inspect_locality("20be0ffc314abd537a50013a65ca76d2", Some(Format::Hex)).unwrap();
+        assert_eq!(
+            hex,
+            Decoded {
+                input: hex.input.clone(),
+                ..d
+            }
+        );
+        let e = inspect_locality("018f3a5c-1d2e-8abc-9def-0123456789ab", None).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::WrongVersion {
+                    expected: 0xb,
+                    found: 8,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(inspect_locality("20be0ffc-314a-bd53-7a50-013a65ca76dz", None).is_err());
+    }
+
+    #[test]
     fn integers_need_a_scheme() {
         let e = inspect("1541815603606036480", None, None).unwrap_err();
         assert!(e.to_string().contains("--scheme"));
@@ -148,7 +234,11 @@ mod tests {
         let v8 = "018f3a5c-1d2e-8abc-9def-0123456789ab";
         assert!(matches!(
             inspect(v8, Some(&Scheme::Uuid7), None),
-            Err(Error::WrongVersion { expected: 7, found: 8, .. })
+            Err(Error::WrongVersion {
+                expected: 7,
+                found: 8,
+                ..
+            })
         ));
         let bad_variant = "018f3a5c-1d2e-7abc-cdef-0123456789ab";
         assert!(matches!(

@@ -324,7 +324,7 @@ impl Layout {
                 bit += 1;
             }
         }
-        runs.sort_by(|a, b| b.0.cmp(&a.0));
+        runs.sort_by_key(|r| std::cmp::Reverse(r.0));
         let mut out = Vec::new();
         let mut top = self.bits;
         for (shift, width, label) in runs {
@@ -433,7 +433,7 @@ impl Layout {
         .into_iter()
         .filter(|(_, f)| f.width() > 0)
         .collect::<Vec<_>>();
-        fields.sort_by(|a, b| b.1.hi.shift.cmp(&a.1.hi.shift));
+        fields.sort_by_key(|f| std::cmp::Reverse(f.1.hi.shift));
         let mut s: Vec<String> = fields
             .iter()
             .map(|(n, f)| format!("{n}:{}", f.width()))

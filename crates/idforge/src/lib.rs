@@ -23,7 +23,7 @@
 //! # Ok::<(), idforge::Error>(())
 //! ```
 #![deny(missing_docs)]
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 pub mod clock;
 pub mod error;
@@ -32,6 +32,8 @@ pub mod inspect;
 pub mod layout;
 pub mod schemes;
 pub mod sequencer;
+#[allow(unsafe_code)]
+pub mod shm;
 pub mod text;
 pub mod time;
 
@@ -42,7 +44,10 @@ pub use inspect::{inspect, Decoded};
 pub use layout::{Field, Layout, LayoutBuilder, Parts, Segment};
 pub use schemes::uuid7::uuid7;
 pub use schemes::Scheme;
-pub use sequencer::{OnClockBehind, OnExhausted, Policy, Sequencer, StampCell, StampRange, Timebase};
+pub use sequencer::{
+    OnClockBehind, OnExhausted, Policy, Sequencer, StampCell, StampRange, Timebase,
+};
+pub use shm::{default_state_path, HostStamp, ProcessStamp, StateFileError, StateOptions};
 
 /// The README's examples, compiled and run as doc-tests.
 #[cfg(doctest)]

@@ -99,6 +99,21 @@ pub trait StampCell: Send + Sync {
     /// Replaces `current` by `new` if the cell still holds `current`; otherwise returns what it
     /// holds. May fail spuriously.
     fn compare_exchange_weak(&self, current: u64, new: u64) -> Result<u64, u64>;
+
+    /// The highest stamp that may be issued now: a mark some store has durably reserved (a
+    /// persisted high-water mark; later, a lease in a coordination service). `u64::MAX`, the
+    /// default, means no ceiling, and the check compiles away.
+    #[inline]
+    fn ceiling(&self) -> u64 {
+        u64::MAX
+    }
+
+    /// Durably raises the ceiling to at least `needed` and returns the new ceiling. Called by the
+    /// sequencer, outside the hot path, before it issues a stamp above [`StampCell::ceiling`].
+    fn raise_ceiling(&self, needed: u64) -> Result<u64, Error> {
+        let _ = needed;
+        Ok(u64::MAX)
+    }
 }
 
 // Memory ordering: Relaxed is enough. The stamp is the only shared datum; no other memory is
@@ -126,6 +141,13 @@ impl<S: StampCell + ?Sized> StampCell for &S {
     fn compare_exchange_weak(&self, current: u64, new: u64) -> Result<u64, u64> {
         (**self).compare_exchange_weak(current, new)
     }
+    #[inline]
+    fn ceiling(&self) -> u64 {
+        (**self).ceiling()
+    }
+    fn raise_ceiling(&self, needed: u64) -> Result<u64, Error> {
+        (**self).raise_ceiling(needed)
+    }
 }
 
 impl<S: StampCell + ?Sized> StampCell for std::sync::Arc<S> {
@@ -136,6 +158,13 @@ impl<S: StampCell + ?Sized> StampCell for std::sync::Arc<S> {
     #[inline]
     fn compare_exchange_weak(&self, current: u64, new: u64) -> Result<u64, u64> {
         (**self).compare_exchange_weak(current, new)
+    }
+    #[inline]
+    fn ceiling(&self) -> u64 {
+        (**self).ceiling()
+    }
+    fn raise_ceiling(&self, needed: u64) -> Result<u64, Error> {
+        (**self).raise_ceiling(needed)
     }
 }
 
@@ -336,6 +365,11 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
         self.cell.load()
     }
 
+    /// The cell holding the stamp.
+    pub fn cell(&self) -> &S {
+        &self.cell
+    }
+
     /// The clock this sequencer reads.
     pub fn clock(&self) -> &C {
         &self.clock
@@ -368,10 +402,17 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
         loop {
             let now = self.clock.now_ns();
             match self.step(now, last, n)? {
-                Step::Take { start, end } => match self.cell.compare_exchange_weak(last, end) {
-                    Ok(_) => return Ok(start),
-                    Err(actual) => last = actual,
-                },
+                Step::Take { start, end } => {
+                    if end > self.cell.ceiling() {
+                        self.cell.raise_ceiling(end)?;
+                        last = self.cell.load();
+                        continue;
+                    }
+                    match self.cell.compare_exchange_weak(last, end) {
+                        Ok(_) => return Ok(start),
+                        Err(actual) => last = actual,
+                    }
+                }
                 Step::Wait(ns) => {
                     // Re-check at least every 50 ms: a stepped clock may be corrected meanwhile.
                     self.clock.pause(ns.min(50_000_000));

@@ -3,6 +3,8 @@
 //! RFC section it implements and what was changed from it.
 
 pub mod global_id;
+pub mod locality;
+pub mod nanots;
 pub mod snowflake;
 pub mod uprotocol;
 pub mod uprotocol_v8;
@@ -30,13 +32,15 @@ pub enum Scheme {
     Snowflake,
     /// Sony's Sonyflake ([`snowflake`]).
     Sonyflake,
+    /// Chronicle's unique nanosecond timestamps ([`nanots`]).
+    NanoTs,
     /// A user-defined layout ([`Layout::parse_spec`] or [`Layout::builder`]).
     Custom(Layout),
 }
 
 impl Scheme {
     /// The preset schemes (every variant but `Custom`).
-    pub const PRESETS: [Scheme; 7] = [
+    pub const PRESETS: [Scheme; 8] = [
         Scheme::Uuid7,
         Scheme::UProtocol,
         Scheme::UProtocolV8,
@@ -44,6 +48,7 @@ impl Scheme {
         Scheme::GlobalId128,
         Scheme::Snowflake,
         Scheme::Sonyflake,
+        Scheme::NanoTs,
     ];
 
     /// The scheme's name on the command line.
@@ -56,6 +61,7 @@ impl Scheme {
             Scheme::GlobalId128 => "global-id-128",
             Scheme::Snowflake => "snowflake",
             Scheme::Sonyflake => "sonyflake",
+            Scheme::NanoTs => "nanots",
             Scheme::Custom(_) => "custom",
         }
     }
@@ -84,6 +90,7 @@ impl Scheme {
             Scheme::GlobalId128 => global_id::layout_128(),
             Scheme::Snowflake => snowflake::twitter(),
             Scheme::Sonyflake => snowflake::sonyflake(),
+            Scheme::NanoTs => nanots::layout(),
             Scheme::Custom(l) => l.clone(),
         }
     }
@@ -92,8 +99,14 @@ impl Scheme {
     /// the next tick when its counter runs out (so an in-process generator never runs ahead of the
     /// clock and a restart cannot reissue ids), keeps issuing from the last stamp when the clock
     /// steps back by up to one second, and refuses with [`Error::ClockBehind`] beyond that.
+    ///
+    /// `nanots` is the exception: like Chronicle it runs ahead of the clock by up to 1 ms when
+    /// more than one id falls in a 32 ns tick ([`nanots::POLICY`]).
     pub fn default_policy(&self) -> Policy {
-        Policy::DEFAULT
+        match self {
+            Scheme::NanoTs => nanots::POLICY,
+            _ => Policy::DEFAULT,
+        }
     }
 
     /// The UUID version, for UUID schemes.
@@ -108,7 +121,7 @@ impl Scheme {
     /// Whether a generator of this scheme needs a node id from the caller.
     pub fn needs_node(&self) -> bool {
         match self {
-            Scheme::Uuid7 | Scheme::UProtocol | Scheme::UProtocolV8 => false,
+            Scheme::Uuid7 | Scheme::UProtocol | Scheme::UProtocolV8 | Scheme::NanoTs => false,
             s => s.layout().node.width() > 0,
         }
     }
@@ -130,6 +143,18 @@ impl Scheme {
         }
         let layout = self.layout();
         let max = layout.node.max();
+        if *self == Scheme::NanoTs {
+            // The node field of nanots is its optional 5-bit tag.
+            return match node {
+                Some(t) if t as u128 > max => Err(Error::NodeOutOfRange {
+                    scheme: "nanots (its tag)".into(),
+                    node: t as u128,
+                    bits: layout.node.width(),
+                    max,
+                }),
+                t => Ok(t.unwrap_or(0)),
+            };
+        }
         match (node, self.needs_node()) {
             (None, true) => Err(Error::NodeRequired {
                 scheme: self.name().into(),
@@ -160,6 +185,7 @@ impl Scheme {
             Scheme::GlobalId128 => "Elixir GlobalId, 128-bit, a million nodes",
             Scheme::Snowflake => "Twitter Snowflake, 1024 nodes",
             Scheme::Sonyflake => "Sonyflake, 10 ms ticks, 65536 machines",
+            Scheme::NanoTs => "Chronicle unique nanosecond timestamps, low 5 bits a tag",
             Scheme::Custom(_) => "user-defined layout",
         }
     }

@@ -33,6 +33,7 @@ use crate::generator::{random_u128, Generator};
 use crate::layout::{Field, Layout};
 use crate::schemes::Scheme;
 use crate::sequencer::Sequencer;
+use crate::shm::ProcessStamp;
 
 /// The legacy uProtocol UUIDv8 layout; `rand_b` is the layout's node field.
 pub fn layout() -> Layout {
@@ -50,8 +51,15 @@ pub fn layout() -> Layout {
 pub(crate) fn new_builder() -> Generator {
     let scheme = Scheme::UProtocolV8;
     let rand_b = (random_u128() as u64) & ((1 << 62) - 1);
-    let seq = Sequencer::new(WallClock, layout().timebase(), scheme.default_policy())
-        .unwrap_or_else(|e| unreachable!("the uprotocol-v8 time base is valid: {e}"));
+    let cell = ProcessStamp::new()
+        .unwrap_or_else(|e| panic!("cannot map one page for the uprotocol-v8 stamp: {e}"));
+    let seq = Sequencer::with_cell(
+        WallClock,
+        cell,
+        layout().timebase(),
+        scheme.default_policy(),
+    )
+    .unwrap_or_else(|e| unreachable!("the uprotocol-v8 time base is valid: {e}"));
     Generator::build(&scheme, rand_b, seq)
         .unwrap_or_else(|e| unreachable!("the uprotocol-v8 preset builds on the wall clock: {e}"))
 }
