@@ -4,14 +4,17 @@ use std::io::{self, BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+mod torture;
+
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use idforge::inspect::inspect_locality;
+use idforge::inspect::{inspect_locality, inspect_nanots_host};
 use idforge::schemes::locality::{self, LocalityBuilder, LocalityGenerator};
+use idforge::schemes::nanots;
 use idforge::schemes::uprotocol_v8;
 use idforge::text::{self, Format};
 use idforge::{
-    inspect, Clock, Decoded, Error, Generator, Layout, ManualClock, OnClockBehind, OnExhausted,
-    Policy, Scheme, StampCell,
+    inspect, Clock, Decoded, Error, Generator, HostStamp, Layout, ManualClock, OnClockBehind,
+    OnExhausted, Policy, ProcessStamp, Scheme, Sequencer, StampCell, StateOptions, WallClock,
 };
 
 /// Unique ids in every layout that matters: UUIDv7, uProtocol, GlobalId, Snowflake, Sonyflake,
@@ -37,6 +40,19 @@ enum Command {
     Inspect(InspectArgs),
     /// List every scheme with its layout, capacity and the year it runs out.
     Schemes,
+    /// Run everything at once for a bounded time (processes killed and restarted on a shared
+    /// state file, forks, oversubscribed threads, clock jumps) and print one summary.
+    Torture(torture::TortureArgs),
+    /// Internal: one fork round of `torture`.
+    #[command(hide = true)]
+    TortureFork {
+        /// Ids per process after the fork.
+        #[arg(long)]
+        count: usize,
+        /// Directory for the ids.
+        #[arg(long)]
+        out: std::path::PathBuf,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -51,13 +67,38 @@ struct GenArgs {
     /// idforge never picks a random node.
     #[arg(long)]
     node: Option<u64>,
-    /// Output format: dec, hex, base32 or uuid (default: uuid for UUID schemes, dec otherwise).
+    /// Output format: dec, hex, base32 or uuid (default: uuid for UUID schemes, dec otherwise);
+    /// for nanots and nanots-host also `time` (2021-12-28T14:07:02.954100128).
     #[arg(long, short = 'f')]
-    format: Option<Format>,
+    format: Option<String>,
     /// Layout of the custom scheme: fields from the most significant bit down, then options.
     /// Example: time:41,node:10,counter:12,tick=1ms,epoch=2020-01-01T00:00:00Z
     #[arg(long)]
     layout: Option<String>,
+    /// Host-wide: keep the sequencer's stamp in a state file shared by every process of this
+    /// host that uses the same file, so their ids never collide and a restart continues after the
+    /// last id. The file is --state, else IDFORGE_STATE, else the default location
+    /// ($IDFORGE_STATE_DIR, $XDG_STATE_HOME/idforge or ~/.local/state/idforge).
+    #[arg(long)]
+    shared: bool,
+    /// The state file for --shared (implies --shared; falls back to IDFORGE_STATE).
+    #[arg(long, value_name = "PATH")]
+    state: Option<std::path::PathBuf>,
+    /// With --shared: before issuing past a persisted mark, sync a new mark one second ahead to
+    /// disk, so that even after a power loss and a clock stepped back no id repeats.
+    #[arg(long)]
+    durable: bool,
+    /// Permission bits of a newly created state file, in octal (default 600: only this user).
+    #[arg(long, value_name = "OCTAL")]
+    state_mode: Option<String>,
+    /// nanots-host: this host's id, 0-99 (or 0-999 with --host-digits 3); falls back to
+    /// IDFORGE_HOST.
+    #[arg(long)]
+    host: Option<u64>,
+    /// nanots-host: decimal digits for the host id: 2 (100 hosts, 100 ns resolution) or 3 (1000
+    /// hosts, 1 us resolution).
+    #[arg(long, default_value_t = 2)]
+    host_digits: u32,
     /// Generate on a clock fixed at this RFC 3339 time (backfills, reproducible examples): the first
     /// id is at that time and the counter carries on into later ticks as needed.
     #[arg(long)]
@@ -113,6 +154,9 @@ struct InspectArgs {
     /// Print one JSON object per id (ids and large numbers as strings).
     #[arg(long)]
     json: bool,
+    /// nanots-host: decimal digits of the host id (2 or 3).
+    #[arg(long, default_value_t = 2)]
+    host_digits: u32,
 }
 
 fn main() -> ExitCode {
@@ -121,6 +165,8 @@ fn main() -> ExitCode {
         Command::Gen(a) => gen(a),
         Command::Inspect(a) => inspect_cmd(a),
         Command::Schemes => schemes(),
+        Command::Torture(a) => torture::run(a),
+        Command::TortureFork { count, out } => torture::fork_child(&out, count),
     };
     match result {
         Ok(code) => code,
@@ -174,8 +220,14 @@ fn gen(a: GenArgs) -> anyhow::Result<ExitCode> {
             a.scheme
         );
     }
+    if a.scheme == "nanots-host" {
+        return gen_nanots_host(a);
+    }
+    if a.host.is_some() {
+        anyhow::bail!("--host applies only to nanots-host, not {}", a.scheme);
+    }
     let scheme = resolve_scheme(&a.scheme, a.layout.as_deref())?;
-    let format = a.format.unwrap_or_else(|| scheme.default_format());
+    let (format, time_text) = output_format(a.format.as_deref(), &scheme)?;
     let layout = scheme.layout();
     text::check_format(
         format,
@@ -190,7 +242,71 @@ fn gen(a: GenArgs) -> anyhow::Result<ExitCode> {
         None if scheme.needs_node() => env_node()?,
         None => None,
     };
-    let mut policy = scheme.default_policy();
+    let policy = policy_from(&a, scheme.default_policy());
+    let out = Output {
+        count: a.count,
+        format,
+        bits: layout.bits,
+        progress: a.progress || (a.count >= 1_000_000 && io::stderr().is_terminal()),
+        time_text,
+    };
+    if scheme == Scheme::UProtocolV8 {
+        if a.at.is_some() {
+            anyhow::bail!("uprotocol-v8 is a process-wide singleton on the wall clock, so --at cannot be used with it; use uprotocol (UUIDv7) for backfills");
+        }
+        if node.is_some() {
+            anyhow::bail!("uprotocol-v8 draws its rand_b once per process; it takes no --node");
+        }
+        if a.shared || a.state.is_some() {
+            anyhow::bail!("uprotocol-v8 is a per-process singleton and cannot be host-wide; use uprotocol (UUIDv7) with --shared");
+        }
+        return out.write(uprotocol_v8::generator());
+    }
+    let state = state_options(&a, || {
+        let n = scheme
+            .needs_node()
+            .then(|| scheme.resolve_node(node).ok())
+            .flatten();
+        idforge::default_state_path(scheme.name(), &layout.spec(), n)
+    })?;
+    match at_time(&a)? {
+        // A fixed clock never moves: let the counter carry into later ticks without bound.
+        Some(t) => gen_on(
+            &out,
+            &scheme,
+            node,
+            ManualClock::new(t),
+            Policy::UNBOUNDED,
+            state,
+        ),
+        None => gen_on(&out, &scheme, node, WallClock, policy, state),
+    }
+}
+
+/// Generates on `clock`, in-process or host-wide.
+fn gen_on<C: Clock>(
+    out: &Output,
+    scheme: &Scheme,
+    node: Option<u64>,
+    clock: C,
+    policy: Policy,
+    state: Option<StateOptions>,
+) -> anyhow::Result<ExitCode> {
+    match state {
+        Some(st) => out.write(&Generator::host_wide(scheme, node, clock, policy, &st)?),
+        None => out.write(&Generator::with_clock(scheme, node, clock, policy)?),
+    }
+}
+
+fn at_time(a: &GenArgs) -> anyhow::Result<Option<u64>> {
+    Ok(match &a.at {
+        Some(at) => Some(idforge::time::parse_rfc3339(at)?),
+        None => None,
+    })
+}
+
+/// The policy: the scheme's default with the command line's changes.
+fn policy_from(a: &GenArgs, mut policy: Policy) -> Policy {
     if a.run_ahead {
         policy.on_exhausted = OnExhausted::RunAhead;
     }
@@ -203,35 +319,123 @@ fn gen(a: GenArgs) -> anyhow::Result<ExitCode> {
             BehindArg::Wait => OnClockBehind::Wait,
         };
     }
-    let progress = a.progress || (a.count >= 1_000_000 && io::stderr().is_terminal());
+    policy
+}
+
+/// The text format, and whether it is nanots's timestamp text (`--format time`).
+fn output_format(format: Option<&str>, scheme: &Scheme) -> anyhow::Result<(Format, bool)> {
+    match format {
+        Some("time") if *scheme == Scheme::NanoTs => Ok((Format::Dec, true)),
+        Some("time") => anyhow::bail!(
+            "--format time applies only to nanots and nanots-host, not {}",
+            scheme.name()
+        ),
+        Some(f) => Ok((f.parse::<Format>().map_err(anyhow::Error::msg)?, false)),
+        None => Ok((scheme.default_format(), false)),
+    }
+}
+
+/// The state file options, when --shared, --state or --durable ask for a host-wide generator.
+fn state_options(
+    a: &GenArgs,
+    default_path: impl FnOnce() -> std::path::PathBuf,
+) -> anyhow::Result<Option<StateOptions>> {
+    if !(a.shared || a.state.is_some()) {
+        if a.durable || a.state_mode.is_some() {
+            anyhow::bail!("--durable and --state-mode apply to host-wide generation: add --shared");
+        }
+        return Ok(None);
+    }
+    let path = match &a.state {
+        Some(p) => p.clone(),
+        None => match std::env::var_os("IDFORGE_STATE").filter(|v| !v.is_empty()) {
+            Some(p) => p.into(),
+            None => default_path(),
+        },
+    };
+    let mut opts = StateOptions::new(path);
+    opts.durable = a.durable;
+    if let Some(m) = &a.state_mode {
+        opts.mode = u32::from_str_radix(m.trim_start_matches("0o"), 8)
+            .ok()
+            .filter(|m| *m <= 0o777)
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--state-mode {m:?} is not permission bits: use octal, e.g. 600 or 660"
+                )
+            })?;
+    }
+    Ok(Some(opts))
+}
+
+fn gen_nanots_host(a: GenArgs) -> anyhow::Result<ExitCode> {
+    if a.node.is_some() || a.layout.is_some() {
+        anyhow::bail!("nanots-host takes --host (and --host-digits), not --node or --layout");
+    }
+    let host = match a.host {
+        Some(h) => h,
+        None => match std::env::var("IDFORGE_HOST") {
+            Ok(v) if !v.trim().is_empty() => v.trim().parse().map_err(|_| {
+                anyhow::anyhow!("IDFORGE_HOST={v:?} is not a host id: set it to an integer from 0 to 99")
+            })?,
+            _ => anyhow::bail!(
+                "nanots-host needs a host id: pass --host N (0-99, or 0-999 with --host-digits 3) or set IDFORGE_HOST"
+            ),
+        },
+    };
+    let digits = nanots::HostDigits::new(host, a.host_digits)?;
+    let time_text = match a.format.as_deref() {
+        None | Some("dec") => false,
+        Some("time") => true,
+        Some(f) => anyhow::bail!("nanots-host prints dec or time, not {f}"),
+    };
     let out = Output {
         count: a.count,
-        format,
-        bits: layout.bits,
-        progress,
+        format: Format::Dec,
+        bits: 64,
+        progress: a.progress || (a.count >= 1_000_000 && io::stderr().is_terminal()),
+        time_text,
     };
-    if scheme == Scheme::UProtocolV8 {
-        if a.at.is_some() {
-            anyhow::bail!("uprotocol-v8 is a process-wide singleton on the wall clock, so --at cannot be used with it; use uprotocol (UUIDv7) for backfills");
-        }
-        if node.is_some() {
-            anyhow::bail!("uprotocol-v8 draws its rand_b once per process; it takes no --node");
-        }
-        return out.write(uprotocol_v8::generator());
+    let state = state_options(&a, || {
+        idforge::default_state_path(&format!("nanots-host{}", a.host_digits), "", Some(host))
+    })?;
+    let policy = policy_from(&a, nanots::POLICY);
+    match (at_time(&a)?, state) {
+        (Some(t), state) => host_gen(
+            &out,
+            digits,
+            ManualClock::new(t),
+            Policy::UNBOUNDED,
+            state.as_ref(),
+        ),
+        (None, state) => host_gen(&out, digits, WallClock, policy, state.as_ref()),
     }
-    match a.at {
-        Some(at) => {
-            let t = idforge::time::parse_rfc3339(&at)?;
-            // A fixed clock never moves: let the counter carry into later ticks without bound.
-            let g = Generator::with_clock(&scheme, node, ManualClock::new(t), Policy::UNBOUNDED)?;
-            out.write(&g)
+}
+
+fn host_gen<C: Clock>(
+    out: &Output,
+    digits: nanots::HostDigits,
+    clock: C,
+    policy: Policy,
+    state: Option<&StateOptions>,
+) -> anyhow::Result<ExitCode> {
+    let tb = digits.timebase();
+    match state {
+        Some(st) => {
+            let fp = idforge::shm::fingerprint(
+                "nanots-host",
+                &format!("digits={}", digits.digits()),
+                &tb,
+                digits.host(),
+                st.durable,
+            );
+            let seq = Sequencer::with_cell(clock, HostStamp::open(st, &fp, &tb)?, tb, policy)?;
+            out.write_host(&nanots::HostGenerator::with_sequencer(digits, seq)?)
         }
-        None => out.write(&Generator::with_clock(
-            &scheme,
-            node,
-            idforge::WallClock,
-            policy,
-        )?),
+        None => {
+            let seq = Sequencer::with_cell(clock, ProcessStamp::new()?, tb, policy)?;
+            out.write_host(&nanots::HostGenerator::with_sequencer(digits, seq)?)
+        }
     }
 }
 
@@ -290,10 +494,17 @@ fn gen_locality(a: GenArgs) -> anyhow::Result<ExitCode> {
         || a.run_ahead
         || a.max_lead.is_some()
         || a.on_clock_behind.is_some()
+        || a.host.is_some()
     {
-        anyhow::bail!("locality takes no --node, --layout, --run-ahead, --max-lead or --on-clock-behind: its ids are kept apart by --pid, --mac and a 32-bit counter per millisecond");
+        anyhow::bail!("locality takes no --node, --layout, --host, --run-ahead, --max-lead or --on-clock-behind: its ids are kept apart by --pid, --mac and a 32-bit counter per millisecond");
     }
-    let format = a.format.unwrap_or(Format::Uuid);
+    if a.shared || a.state.is_some() || a.durable {
+        anyhow::bail!("locality is not sequencer-based and cannot be host-wide (--shared); it relies on --pid and --mac");
+    }
+    let format = match a.format.as_deref() {
+        Some(f) => f.parse::<Format>().map_err(anyhow::Error::msg)?,
+        None => Format::Uuid,
+    };
     let pid = flag_or_env(a.pid, "--pid", "IDFORGE_PID");
     let mac = flag_or_env(a.mac, "--mac", "IDFORGE_MAC");
     let out = Output {
@@ -301,6 +512,7 @@ fn gen_locality(a: GenArgs) -> anyhow::Result<ExitCode> {
         format,
         bits: 128,
         progress: a.progress || (a.count >= 1_000_000 && io::stderr().is_terminal()),
+        time_text: false,
     };
     match a.at {
         Some(at) => {
@@ -320,6 +532,8 @@ struct Output {
     format: Format,
     bits: u32,
     progress: bool,
+    /// Print nanots values as timestamp text.
+    time_text: bool,
 }
 
 impl Output {
@@ -329,6 +543,18 @@ impl Output {
         self.write_from(chunk, |n, emit| {
             for id in g.reserve(n)? {
                 emit(id)?;
+            }
+            Ok(())
+        })
+    }
+
+    fn write_host<C: Clock, S: StampCell>(
+        &self,
+        g: &nanots::HostGenerator<C, S>,
+    ) -> anyhow::Result<ExitCode> {
+        self.write_from(64, |n, emit| {
+            for _ in 0..n {
+                emit(g.next()? as u128)?;
             }
             Ok(())
         })
@@ -357,8 +583,12 @@ impl Output {
         while done < self.count {
             let n = chunk.min(self.count - done);
             take(n, &mut |id| {
-                let t = text::encode(id, self.bits, self.format);
-                w.write_all(t.as_bytes())?;
+                if self.time_text {
+                    w.write_all(nanots::format(id as u64).as_bytes())?;
+                } else {
+                    let t = text::encode(id, self.bits, self.format);
+                    w.write_all(t.as_bytes())?;
+                }
                 w.write_all(b"\n")
             })?;
             done += n;
@@ -390,11 +620,15 @@ impl Output {
 
 fn inspect_cmd(a: InspectArgs) -> anyhow::Result<ExitCode> {
     let as_locality = a.scheme.as_deref() == Some(locality::NAME);
+    let as_nanots_host = a.scheme.as_deref() == Some("nanots-host");
+    if as_nanots_host && (a.layout.is_some() || a.format.is_some()) {
+        anyhow::bail!("nanots-host ids are read as integers or timestamp text; --layout and --format do not apply");
+    }
     if as_locality && a.layout.is_some() {
         anyhow::bail!("--layout only applies to the custom scheme, not locality");
     }
     let scheme = match &a.scheme {
-        Some(_) if as_locality => None,
+        Some(_) if as_locality || as_nanots_host => None,
         Some(name) => Some(resolve_scheme(name, a.layout.as_deref())?),
         None if a.layout.is_some() => Some(resolve_scheme("custom", a.layout.as_deref())?),
         None => None,
@@ -405,6 +639,8 @@ fn inspect_cmd(a: InspectArgs) -> anyhow::Result<ExitCode> {
     let mut one = |id: &str, out: &mut dyn Write| -> io::Result<()> {
         let decoded = if as_locality {
             inspect_locality(id, a.format)
+        } else if as_nanots_host {
+            inspect_nanots_host(id, a.host_digits)
         } else {
             inspect(id, scheme.as_ref(), a.format)
         };
@@ -459,7 +695,7 @@ fn to_json(d: &Decoded) -> serde_json::Value {
         json!(text::encode(d.value, d.bits, Format::Dec).to_string()),
     );
     m.insert("unix_ms".into(), json!(d.unix_ms() as u64));
-    m.insert("unix_ns".into(), json!(d.unix_ns.to_string()));
+    m.insert("unix_ns".into(), json!(d.unix_ns as u64));
     m.insert("time".into(), json!(d.time));
     let num = |n: u128| -> Value {
         if json_safe(n) {
@@ -471,6 +707,10 @@ fn to_json(d: &Decoded) -> serde_json::Value {
     if let Some(node) = d.node {
         if d.scheme == "uprotocol-v8" {
             m.insert("rand_b".into(), json!(format!("{node:016x}")));
+        } else if d.scheme == "nanots-host" {
+            m.insert("host".into(), num(node));
+        } else if d.scheme == "nanots" {
+            m.insert("tag".into(), num(node));
         } else {
             m.insert("node".into(), num(node));
         }
@@ -507,6 +747,10 @@ fn to_line(d: &Decoded) -> String {
     if let Some(node) = d.node {
         if d.scheme == "uprotocol-v8" {
             s.push_str(&format!(" rand_b={node:016x}"));
+        } else if d.scheme == "nanots-host" {
+            s.push_str(&format!(" host={node}"));
+        } else if d.scheme == "nanots" {
+            s.push_str(&format!(" tag={node}"));
         } else {
             s.push_str(&format!(" node={node}"));
         }
@@ -538,7 +782,7 @@ fn schemes() -> anyhow::Result<ExitCode> {
     )?;
     for s in Scheme::PRESETS.iter() {
         let l = s.layout();
-        let nodes = if l.node.width() == 0 || *s == Scheme::UProtocolV8 {
+        let nodes = if l.node.width() == 0 || *s == Scheme::UProtocolV8 || *s == Scheme::NanoTs {
             "-".to_string()
         } else {
             l.node_count().to_string()
@@ -576,6 +820,25 @@ fn schemes() -> anyhow::Result<ExitCode> {
     writeln!(
         out,
         "{:<14}       tick 1 ms, epoch 1970-01-01T00:00:00.000Z; Groupon Locality UUID (version b): variable mode spreads ids over shards, --sequential clusters them; set --pid/--mac in containers",
+        ""
+    )?;
+    for digits in [2u32, 3] {
+        let hosts = 10u64.pow(digits);
+        let tb = nanots::HostDigits::new(0, digits)?.timebase();
+        writeln!(
+            out,
+            "{:<14} {:>4}  {:>9} {:>14} {:>9} {:>9}  unix_ns with the lowest {digits} decimal digits replaced by the host id",
+            if digits == 2 { "nanots-host" } else { "nanots-host/3" },
+            64,
+            1,
+            1_000_000_000 / tb.tick_ns,
+            hosts,
+            tb.end_unix_ns() / 1_000_000_000 / 31_556_952 + 1970,
+        )?;
+    }
+    writeln!(
+        out,
+        "{:<14}       Chronicle DistributedUniqueTimeProvider; --host N (or IDFORGE_HOST), --format time prints 2021-12-28T14:07:02.954100128",
         ""
     )?;
     writeln!(

@@ -5,7 +5,7 @@
 
 use crate::error::{clip, malformed, Error};
 use crate::schemes::locality::{self, LocalityUuid};
-use crate::schemes::Scheme;
+use crate::schemes::{nanots, Scheme};
 use crate::text::{self, Format};
 use crate::time::{digits_for_tick, format_unix_ns};
 
@@ -91,7 +91,11 @@ pub fn inspect(
     };
     let layout = scheme.layout();
     let bits = layout.bits;
-    let value = text::parse(trimmed, bits, format)?;
+    let value = match (&scheme, format) {
+        // nanots values come as integers or as Chronicle's timestamp text.
+        (Scheme::NanoTs, None) => nanots::decode_text_or_int(trimmed)? as u128,
+        _ => text::parse(trimmed, bits, format)?,
+    };
     if let Some(expected) = scheme.uuid_version() {
         let found = ((value >> 76) & 0xF) as u8;
         if found != expected {
@@ -127,6 +131,40 @@ pub fn inspect(
         version: is_uuid.then_some(((value >> 76) & 0xF) as u8),
         variant: is_uuid.then_some(((value >> 62) & 0b11) as u8),
         canonical: text::encode(value, bits, scheme.default_format()).to_string(),
+        pid: None,
+        mac: None,
+    })
+}
+
+/// Decodes a `nanots-host` value ([`nanots::HostDigits`]) given as an integer or as timestamp
+/// text; `digits` is 2 (hosts 0..=99) or 3 (hosts 0..=999).
+///
+/// ```
+/// let d = idforge::inspect::inspect_nanots_host("2021-12-28T14:07:02.954100128", 2).unwrap();
+/// assert_eq!(d.node, Some(28));
+/// assert_eq!(d.time, "2021-12-28T14:07:02.9541001Z");
+/// ```
+pub fn inspect_nanots_host(input: &str, digits: u32) -> Result<Decoded, Error> {
+    let trimmed = input.trim();
+    let host_digits = nanots::HostDigits::new(0, digits)?;
+    let value = nanots::decode_text_or_int(trimmed)?;
+    let (unix_ns, host) = nanots::HostDigits::decode(value, host_digits.digits());
+    Ok(Decoded {
+        input: trimmed.to_string(),
+        scheme: "nanots-host".into(),
+        value: value as u128,
+        bits: 64,
+        unix_ns: unix_ns as u128,
+        time: format_unix_ns(
+            unix_ns as i128,
+            digits_for_tick(host_digits.timebase().tick_ns),
+        ),
+        node: Some(host as u128),
+        counter: None,
+        random: None,
+        version: None,
+        variant: None,
+        canonical: value.to_string(),
         pid: None,
         mac: None,
     })

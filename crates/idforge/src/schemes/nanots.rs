@@ -89,13 +89,13 @@
 //! original ignores an offset (reading `16:07+02:00` as 16:07 UTC); here it is honoured
 //! (14:07 UTC), since ignoring it silently shifts the time.
 
-use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use crate::clock::{Clock, WallClock};
 use crate::error::{clip, malformed, Error};
 use crate::layout::{Field, Layout};
 use crate::sequencer::{OnClockBehind, OnExhausted, Policy, Sequencer, StampCell, Timebase};
+use crate::shm::ProcessStamp;
 use crate::time::format_unix_ns;
 
 const NS_PER_S: u64 = 1_000_000_000;
@@ -250,7 +250,7 @@ impl HostDigits {
 /// assert_eq!(g.next()?, 1_000_000_107); // frozen clock: runs ahead by one 100 ns tick
 /// # Ok::<(), idforge::Error>(())
 /// ```
-pub struct HostGenerator<C: Clock = WallClock, S: StampCell = AtomicU64> {
+pub struct HostGenerator<C: Clock = WallClock, S: StampCell = ProcessStamp> {
     host: HostDigits,
     seq: Sequencer<C, S>,
 }
@@ -280,7 +280,7 @@ impl<C: Clock> HostGenerator<C> {
         policy: Policy,
     ) -> Result<HostGenerator<C>, Error> {
         let host = HostDigits::new(host, digits)?;
-        let seq = Sequencer::new(clock, host.timebase(), policy)?;
+        let seq = Sequencer::with_cell(clock, ProcessStamp::new()?, host.timebase(), policy)?;
         Ok(HostGenerator { host, seq })
     }
 }
