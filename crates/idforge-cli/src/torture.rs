@@ -9,7 +9,9 @@
 //!   and forward again, under the `Fail` and the unbounded policies.
 //!
 //! Every id issued is collected; the summary counts duplicates and order violations (both must be
-//! 0) and the events survived. Exit code 1 if either count is not 0.
+//! 0) and the events survived. Exit code 1 if either count is not 0. The workers generate in
+//! bursts with pauses (a few hundred thousand ids per second in all), so that a 30-minute run's
+//! ids fit in memory for the final check.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -66,6 +68,9 @@ struct Tally {
     forks: u64,
     clock_jumps: u64,
     refusals: u64,
+    /// Ids and duplicates of the fork rounds (each round checked on its own).
+    fork_ids: u64,
+    fork_duplicates: u64,
 }
 
 impl Tally {
@@ -185,6 +190,12 @@ pub fn run(a: TortureArgs) -> anyhow::Result<ExitCode> {
             ids.len()
         ));
     }
+    issued += t.fork_ids;
+    duplicates += t.fork_duplicates;
+    per_space.push(format!(
+        "  {:<40} {:>12} ids, {} duplicates",
+        "uuid7 (fork rounds: parent + child)", t.fork_ids, t.fork_duplicates
+    ));
     per_space.sort();
     let secs = start.elapsed().as_secs_f64();
     let mut out = std::io::stdout().lock();
@@ -249,54 +260,56 @@ fn spawn_gen(exe: &Path, state: &Path, out: &Path, count: u64) -> anyhow::Result
         .spawn()?)
 }
 
-/// Processes on one state file; every ~200 ms one is killed with SIGKILL (or has finished) and is
-/// started again. Each run's ids must increase and start above everything issued before it.
+/// Processes on one state file, each slot in a loop: start `idforge gen --shared`, let it run
+/// 1 to 8 ms, kill it with SIGKILL if it has not finished, collect what it printed, pause. Every
+/// run's first id must be above every id collected before the run started.
 fn processes(sh: &Shared, exe: &Path, dir: &Path, n: usize) -> anyhow::Result<()> {
     let state = dir.join("snowflake.state");
-    let space = "snowflake/node 1 (processes)";
-    let mut slots: Vec<(Child, PathBuf, u64)> = Vec::new();
-    let mut run = 0u64;
-    for i in 0..n {
-        let out = dir.join(format!("proc{i}-{run}.out"));
-        slots.push((spawn_gen(exe, &state, &out, 20_000)?, out, run));
-        run += 1;
-    }
-    let mut x = 0x9E37_79B9_7F4A_7C15u64;
-    let mut last_seen = 0u128; // the largest id collected from any finished run
-    while sh.running() {
-        std::thread::sleep(Duration::from_millis(200));
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let i = (x % n as u64) as usize;
-        let (child, out, _) = &mut slots[i];
-        let finished = child.try_wait()?.is_some();
-        if !finished {
-            child.kill()?;
-            sh.count(|t| t.kills += 1);
-        }
-        child.wait()?;
-        let ids = read_hex_ids(out, 16);
-        let _ = std::fs::remove_file(&*out);
-        sh.add(space, &ids);
-        if let Some(&l) = ids.last() {
-            last_seen = last_seen.max(l);
-        }
-        let new_out = dir.join(format!("proc{i}-{run}.out"));
-        let started_after = last_seen;
-        let child = spawn_gen(exe, &state, &new_out, 20_000)?;
-        sh.count(|t| t.restarts += 1);
-        slots[i] = (child, new_out, started_after as u64);
-        run += 1;
-    }
-    for (mut child, out, _) in slots {
-        let _ = child.kill();
-        let _ = child.wait();
-        let ids = read_hex_ids(&out, 16);
-        let _ = std::fs::remove_file(&out);
-        sh.add(space, &ids);
-    }
-    Ok(())
+    let space = "snowflake/node 1 (processes, kill -9)";
+    let collected_max = Mutex::new(0u128);
+    std::thread::scope(|s| {
+        let hs: Vec<_> = (0..n)
+            .map(|slot| {
+                let (state, collected_max) = (&state, &collected_max);
+                s.spawn(move || -> anyhow::Result<()> {
+                    let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ (slot as u64 + 1);
+                    let mut run = 0u64;
+                    while sh.running() {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        let before = *collected_max.lock().unwrap_or_else(|p| p.into_inner());
+                        let out = dir.join(format!("proc{slot}-{run}.out"));
+                        let mut child = spawn_gen(exe, state, &out, 5_000)?;
+                        std::thread::sleep(Duration::from_micros(1_000 + x % 7_000));
+                        if child.try_wait()?.is_none() {
+                            child.kill()?;
+                            sh.count(|t| t.kills += 1);
+                        }
+                        child.wait()?;
+                        let ids = read_hex_ids(&out, 16);
+                        let _ = std::fs::remove_file(&out);
+                        if ids.first().is_some_and(|&f| f <= before) {
+                            sh.count(|t| t.order_violations += 1);
+                        }
+                        if let Some(&l) = ids.last() {
+                            let mut m = collected_max.lock().unwrap_or_else(|p| p.into_inner());
+                            *m = (*m).max(l);
+                        }
+                        sh.add(space, &ids);
+                        sh.count(|t| t.restarts += 1);
+                        run += 1;
+                        std::thread::sleep(Duration::from_millis(150));
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        hs.into_iter().try_for_each(|h| {
+            h.join()
+                .map_err(|_| anyhow::anyhow!("a process slot panicked"))?
+        })
+    })
 }
 
 /// Once a second: a fresh `idforge torture-fork` process takes ids, forks, and parent and child
@@ -324,20 +337,13 @@ fn forks(sh: &Shared, exe: &Path, dir: &Path) -> anyhow::Result<()> {
         }
         // Each fork round is its own id space (a new process, a new generator): uniqueness is
         // checked between parent and child.
-        let mut sorted = ids.clone();
-        sorted.sort_unstable();
-        let dups = sorted.windows(2).filter(|w| w[0] == w[1]).count();
+        ids.sort_unstable();
+        let dups = ids.windows(2).filter(|w| w[0] == w[1]).count() as u64;
         sh.issued.fetch_add(ids.len() as u64, Ordering::Relaxed);
         sh.count(|t| {
             t.forks += 1;
-            let space = t
-                .spaces
-                .entry("uuid7 (fork rounds, parent+child)")
-                .or_default();
-            // Record duplicates by keeping a duplicate pair in the space.
-            space.extend(sorted.windows(2).filter(|w| w[0] == w[1]).map(|w| w[0]));
-            space.extend(sorted.windows(2).filter(|w| w[0] == w[1]).map(|w| w[0]));
-            let _ = dups;
+            t.fork_ids += ids.len() as u64;
+            t.fork_duplicates += dups;
         });
         let _ = std::fs::remove_dir_all(&out);
         round += 1;
@@ -398,9 +404,9 @@ fn threads_on(
         for _ in 0..threads {
             s.spawn(|| {
                 while sh.running() {
-                    let burst: Vec<u128> = (0..5_000).filter_map(|_| g.next().ok()).collect();
+                    let burst: Vec<u128> = (0..2_000).filter_map(|_| g.next().ok()).collect();
                     sh.add(space, &burst);
-                    std::thread::sleep(Duration::from_millis(20));
+                    std::thread::sleep(Duration::from_millis(250));
                 }
             });
         }
@@ -425,9 +431,9 @@ fn clock_jumps(sh: &Shared, threads: usize) -> anyhow::Result<()> {
             };
             s.spawn(move || {
                 while sh.running() {
-                    let mut burst = Vec::with_capacity(2_000);
+                    let mut burst = Vec::with_capacity(1_000);
                     let mut refused = 0;
-                    for _ in 0..2_000 {
+                    for _ in 0..1_000 {
                         match g.next() {
                             Ok(id) => burst.push(id),
                             Err(Error::ClockBehind { .. }) => refused += 1,
@@ -436,7 +442,7 @@ fn clock_jumps(sh: &Shared, threads: usize) -> anyhow::Result<()> {
                     }
                     sh.add(space, &burst);
                     sh.count(|t| t.refusals += refused);
-                    std::thread::sleep(Duration::from_millis(10));
+                    std::thread::sleep(Duration::from_millis(100));
                 }
             });
         }
