@@ -80,8 +80,10 @@ impl Place {
 enum Encoder {
     /// Time sits directly above the counter, each one run: the stamp, shifted.
     Adjacent { shift: u32 },
-    /// Time in one run, the counter in one or two runs, no run crossing bit 64 (UUID layouts,
-    /// Snowflake with the node between time and sequence).
+    /// A 64-bit id with time and counter each in one run, not adjacent (Snowflake, with the node
+    /// between time and sequence): two shifts on a `u64`.
+    Pair64 { time_shift: u32, counter_shift: u32 },
+    /// Time in one run, the counter in one or two runs, no run crossing bit 64 (UUID layouts).
     Halves {
         time: Place,
         counter_hi: Place,
@@ -115,6 +117,18 @@ fn place(seg: crate::layout::Segment) -> Option<Place> {
     })
 }
 
+/// Time and counter bits of a stamp for [`Encoder::Pair64`].
+#[inline(always)]
+fn pair64(
+    stamp: u64,
+    counter_bits: u32,
+    counter_mask: u64,
+    time_shift: u32,
+    counter_shift: u32,
+) -> u128 {
+    (((stamp >> counter_bits) << time_shift) | ((stamp & counter_mask) << counter_shift)) as u128
+}
+
 /// Time and counter bits of a stamp for [`Encoder::Halves`].
 #[inline(always)]
 fn halves(
@@ -142,6 +156,12 @@ fn encoder_for(layout: &Layout) -> Encoder {
     }
     if t.lo.width != 0 {
         return Encoder::General;
+    }
+    if layout.bits == 64 && c.lo.width == 0 {
+        return Encoder::Pair64 {
+            time_shift: t.hi.shift,
+            counter_shift: c.hi.shift,
+        };
     }
     match (place(t.hi), place(c.hi), place(c.lo)) {
         (Some(time), Some(counter_hi), Some(counter_lo)) => Encoder::Halves {
@@ -305,6 +325,9 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
             gen: self,
             stamps,
             rng,
+            buf: [0; BATCH_BUF],
+            pos: 0,
+            len: 0,
         })
     }
 
@@ -347,6 +370,15 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
                 let (cb, cm) = (self.counter_bits, self.counter_mask);
                 self.run_with(first, out, rng, move |s| {
                     halves(s, cb, cm, time, counter_hi, counter_lo, lo_width)
+                })
+            }
+            Encoder::Pair64 {
+                time_shift,
+                counter_shift,
+            } => {
+                let (cb, cm) = (self.counter_bits, self.counter_mask);
+                self.run_with(first, out, rng, move |s| {
+                    pair64(s, cb, cm, time_shift, counter_shift)
                 })
             }
             Encoder::General => self.run_with(first, out, rng, |s| self.time_counter(s)),
@@ -410,6 +442,16 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
     fn time_counter(&self, stamp: u64) -> u128 {
         match self.encoder {
             Encoder::Adjacent { shift } => (stamp as u128) << shift,
+            Encoder::Pair64 {
+                time_shift,
+                counter_shift,
+            } => pair64(
+                stamp,
+                self.counter_bits,
+                self.counter_mask,
+                time_shift,
+                counter_shift,
+            ),
             Encoder::Halves {
                 time,
                 counter_hi,
@@ -484,23 +526,40 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
 /// Ids reserved by [`Generator::reserve`]; encoding happens as the batch is iterated.
 pub struct Batch<'a, C: Clock, S: StampCell> {
     gen: &'a Generator<C, S>,
+    /// Stamps not yet encoded.
     stamps: StampRange,
     rng: Option<SmallRng>,
+    /// Ids encoded ahead, `buf[pos..len]`, so encoding runs in tight loops of up to 64.
+    buf: [u128; BATCH_BUF],
+    pos: usize,
+    len: usize,
 }
+
+const BATCH_BUF: usize = 64;
 
 impl<C: Clock, S: StampCell> Iterator for Batch<'_, C, S> {
     type Item = u128;
     #[inline]
     fn next(&mut self) -> Option<u128> {
-        let stamp = self.stamps.next()?;
-        let random = match &mut self.rng {
-            Some(rng) => self.gen.batch_random(rng),
-            None => 0,
-        };
-        Some(self.gen.encode_with(stamp, random))
+        if self.pos == self.len {
+            let k = (self.stamps.len as usize).min(BATCH_BUF);
+            if k == 0 {
+                return None;
+            }
+            self.gen
+                .encode_run(self.stamps.start, &mut self.buf[..k], self.rng.as_mut());
+            self.stamps.start += k as u64;
+            self.stamps.len -= k as u64;
+            self.pos = 0;
+            self.len = k;
+        }
+        let id = self.buf[self.pos];
+        self.pos += 1;
+        Some(id)
     }
     fn size_hint(&self) -> (usize, Option<usize>) {
-        self.stamps.size_hint()
+        let n = self.stamps.len as usize + (self.len - self.pos);
+        (n, Some(n))
     }
 }
 
@@ -553,7 +612,7 @@ mod tests {
             "{kinds:?}"
         );
         assert!(kinds.contains(&"uuid7:Halves".to_string()), "{kinds:?}");
-        assert!(kinds.contains(&"snowflake:Halves".to_string()), "{kinds:?}");
+        assert!(kinds.contains(&"snowflake:Pair64".to_string()), "{kinds:?}");
     }
 
     proptest! {

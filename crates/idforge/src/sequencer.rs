@@ -272,6 +272,8 @@ pub struct Sequencer<C: Clock = WallClock, S: StampCell = AtomicU64> {
     tb: Timebase,
     tick: StrengthReducedU64,
     max_stamp: u64,
+    /// The last tick the stamp can hold (`max_stamp >> counter_bits`).
+    max_tick: u64,
     max_lead_ticks: u64,
     policy: Policy,
 }
@@ -313,6 +315,7 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
             clock,
             cell,
             max_stamp: timebase.max_stamp(),
+            max_tick: timebase.max_stamp() >> timebase.counter_bits,
             tb: timebase,
             tick,
             max_lead_ticks,
@@ -354,8 +357,10 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
 
     /// How far the last issued stamp is ahead of the wall clock (zero when it is not).
     pub fn lead(&self) -> Duration {
-        let now_tick = self.tick_of(self.clock.now_ns());
+        // The stamp first, then the clock: every stamp issued so far was checked against a clock
+        // reading no later than ours, so the lead seen here never exceeds the policy's bound.
         let last_tick = self.cell.load() >> self.tb.counter_bits;
+        let now_tick = self.tick_of(self.clock.now_ns());
         let ticks = last_tick.saturating_sub(now_tick) as u128;
         duration_ns(ticks * self.tb.tick_ns as u128)
     }
@@ -425,25 +430,20 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
     /// The decision of one loop iteration, apart from the CAS. Pure: easy to test and to model.
     #[inline]
     fn step(&self, now: u64, last: u64, n: u64) -> Result<Step, Error> {
-        if now < self.tb.epoch_ns {
-            return Err(Error::BeforeEpoch {
-                time: format_unix_ns(now as i128, 9),
-                epoch: format_unix_ns(self.tb.epoch_ns as i128, 9),
-            });
-        }
+        let Some(since_epoch) = now.checked_sub(self.tb.epoch_ns) else {
+            return Err(self.before_epoch(now));
+        };
         let cb = self.tb.counter_bits;
-        let now_tick = (now - self.tb.epoch_ns) / self.tick;
-        // `now_tick << cb` cannot lose bits the layout holds: a now past the layout's range makes
-        // `floor` or `end` exceed `max_stamp` below (or the shift overflow, checked).
-        let floor = now_tick.checked_shl(cb).filter(|f| f >> cb == now_tick);
-        let start = match floor {
-            Some(f) => f.max(last.wrapping_add(1)),
-            None => return Err(self.out_of_range(now)),
-        };
-        let end = match start.checked_add(n - 1) {
-            Some(e) if e <= self.max_stamp && start > last => e,
-            _ => return Err(self.out_of_range(now)),
-        };
+        let now_tick = since_epoch / self.tick;
+        if now_tick > self.max_tick {
+            return Err(self.out_of_range(now));
+        }
+        let start = (now_tick << cb).max(last.wrapping_add(1));
+        let end = start.wrapping_add(n - 1);
+        // `start <= last`: the stamp was at u64::MAX; `end < start`: the range wrapped.
+        if end > self.max_stamp || start <= last || end < start {
+            return Err(self.out_of_range(now));
+        }
         let end_tick = end >> cb;
         if end_tick <= now_tick {
             return Ok(Step::Take { start, end });
@@ -483,6 +483,14 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
         u64::try_from(at.saturating_sub(now as u128))
             .unwrap_or(u64::MAX)
             .max(1)
+    }
+
+    #[cold]
+    fn before_epoch(&self, now: u64) -> Error {
+        Error::BeforeEpoch {
+            time: format_unix_ns(now as i128, 9),
+            epoch: format_unix_ns(self.tb.epoch_ns as i128, 9),
+        }
     }
 
     #[cold]

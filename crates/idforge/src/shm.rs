@@ -392,13 +392,16 @@ impl StampCell for HostStamp {
     }
 }
 
-fn header(fingerprint: &str) -> Vec<u8> {
+/// The first page of a new state file for `fingerprint` (at most 256 bytes).
+pub fn state_header(fingerprint: &str) -> Vec<u8> {
     let mut page = vec![0u8; PAGE];
     page[0..8].copy_from_slice(&MAGIC);
     page[8..12].copy_from_slice(&VERSION.to_ne_bytes());
     page[12..16].copy_from_slice(&(PAGE as u32).to_ne_bytes());
     let fp = &mut page[OFF_FINGERPRINT..OFF_FINGERPRINT + FINGERPRINT_LEN];
-    fp[..fingerprint.len()].copy_from_slice(fingerprint.as_bytes());
+    // Longer fingerprints are refused by `HostStamp::open`; here they are cut, never a panic.
+    let n = fingerprint.len().min(FINGERPRINT_LEN);
+    fp[..n].copy_from_slice(&fingerprint.as_bytes()[..n]);
     let sum = fnv1a(&[
         &page[0..16],
         &page[OFF_FINGERPRINT..OFF_FINGERPRINT + FINGERPRINT_LEN],
@@ -432,7 +435,7 @@ fn create(path: &Path, mode: u32, fingerprint: &str) -> Result<(), Error> {
             .mode(mode)
             .open(&tmp)
             .map_err(|e| io_err(path, "create", e))?;
-        f.write_all(&header(fingerprint))
+        f.write_all(&state_header(fingerprint))
             .map_err(|e| io_err(path, "write", e))?;
         f.sync_all().map_err(|e| io_err(path, "sync", e))?;
         match fs::hard_link(&tmp, path) {
@@ -446,8 +449,17 @@ fn create(path: &Path, mode: u32, fingerprint: &str) -> Result<(), Error> {
     result
 }
 
-fn check_header(path: &Path, page: &[u8], fingerprint: &str) -> Result<(), Error> {
+/// Checks a state file's first page against the fingerprint a generator expects: magic,
+/// version, checksum, fingerprint, each with its own [`StateFileError`]. `path` is for messages.
+pub fn check_header(path: &Path, page: &[u8], fingerprint: &str) -> Result<(), Error> {
     let p = || path.display().to_string();
+    if page.len() < PAGE {
+        return Err(Error::StateFile(StateFileError::Truncated {
+            path: p(),
+            len: page.len() as u64,
+            expected: PAGE as u64,
+        }));
+    }
     if page[0..8] != MAGIC {
         return Err(Error::StateFile(StateFileError::Foreign { path: p() }));
     }
@@ -612,7 +624,7 @@ mod tests {
             Error::StateFile(StateFileError::Foreign { .. })
         ));
 
-        let mut page = header("fp");
+        let mut page = state_header("fp");
         page[8] = 9;
         fs::write(&path, &page).unwrap();
         assert!(matches!(
@@ -620,7 +632,7 @@ mod tests {
             Error::StateFile(StateFileError::Version { found: 9, .. })
         ));
 
-        let mut page = header("fp");
+        let mut page = state_header("fp");
         page[OFF_FINGERPRINT] ^= 1;
         fs::write(&path, &page).unwrap();
         assert!(matches!(
@@ -628,7 +640,7 @@ mod tests {
             Error::StateFile(StateFileError::Corrupt { .. })
         ));
 
-        fs::write(&path, header("scheme=a")).unwrap();
+        fs::write(&path, state_header("scheme=a")).unwrap();
         let e = err("scheme=b");
         assert!(
             matches!(&e, Error::StateFile(StateFileError::Mismatch { found, .. }) if found == "scheme=a")

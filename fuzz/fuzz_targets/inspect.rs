@@ -1,0 +1,23 @@
+//! `inspect`'s auto-detection and every scheme's decoder: never a panic, and a decoded id's
+//! canonical text decodes to the same value.
+#![no_main]
+use idforge::inspect::{inspect, inspect_locality, inspect_nanots_host};
+use idforge::Scheme;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(s) = std::str::from_utf8(data) else { return };
+    if let Ok(d) = inspect(s, None, None) {
+        let again = inspect(&d.canonical, None, None).expect("canonical text decodes");
+        assert_eq!(again.value, d.value);
+    }
+    for scheme in Scheme::PRESETS.iter() {
+        if let Ok(d) = inspect(s, Some(scheme), None) {
+            let again = inspect(&d.canonical, Some(scheme), None).expect("canonical text decodes");
+            assert_eq!((again.value, again.unix_ns), (d.value, d.unix_ns), "{scheme}");
+        }
+    }
+    let _ = inspect_locality(s, None);
+    let _ = inspect_nanots_host(s, 2);
+    let _ = inspect_nanots_host(s, 3);
+});
