@@ -11,6 +11,8 @@
 //! Every id issued is collected; the summary counts duplicates and order violations (both must be
 //! 0) and the events survived. Exit code 1 if either count is not 0. The workers generate in
 //! bursts with pauses (a few hundred thousand ids per second in all), so that a 30-minute run's
+//! ids fit in memory for the final check. The workers generate in
+//! bursts with pauses (a few hundred thousand ids per second in all), so that a 30-minute run's
 //! ids fit in memory for the final check.
 
 use std::collections::HashMap;
@@ -154,12 +156,14 @@ pub fn run(a: TortureArgs) -> anyhow::Result<ExitCode> {
             )
         });
         let clock = s.spawn(|| clock_jumps(sh, a.threads.min(4)));
-        // Progress, then stop.
+        // Progress every 10 s, then stop.
+        let mut reported = 0;
         while start.elapsed() < a.duration {
             std::thread::sleep(
                 Duration::from_millis(250).min(a.duration.saturating_sub(start.elapsed())),
             );
-            if start.elapsed().as_secs() % 10 == 0 {
+            if start.elapsed().as_secs() / 10 > reported {
+                reported = start.elapsed().as_secs() / 10;
                 eprint!(
                     "\ridforge torture: {:>4}s of {}s, {} ids   ",
                     start.elapsed().as_secs(),

@@ -650,6 +650,21 @@ mod tests {
     }
 
     #[test]
+    fn short_pages_are_truncated_not_a_panic() {
+        for len in [0, 7, 12, 100, 319, PAGE - 1] {
+            let page = vec![0u8; len];
+            assert!(matches!(
+                check_header(Path::new("short"), &page, "fp"),
+                Err(Error::StateFile(StateFileError::Truncated { .. }))
+            ));
+        }
+        // A real header cut short is refused the same way.
+        let h = state_header("fp");
+        assert!(check_header(Path::new("short"), &h[..300], "fp").is_err());
+        assert!(check_header(Path::new("full"), &h, "fp").is_ok());
+    }
+
+    #[test]
     fn durable_mode_persists_a_ceiling_before_passing_it() {
         let d = tmpdir("durable");
         let mut o = StateOptions::new(d.join("d.state"));
