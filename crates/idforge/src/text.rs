@@ -171,7 +171,8 @@ pub fn check_format(format: Format, bits: u32, is_uuid: bool, scheme: &str) -> R
 pub fn detect(text: &str, bits: u32) -> Option<Format> {
     let t = text.trim();
     let b = t.as_bytes();
-    if b.len() == 36 {
+    // A 36-digit decimal (a 128-bit id) is not a UUID: UUID text has hyphens.
+    if b.len() == 36 && b.contains(&b'-') {
         Some(Format::Uuid)
     } else if t.starts_with("0x") || t.starts_with("0X") {
         Some(Format::Hex)
@@ -351,6 +352,14 @@ pub fn parse_uuid(t: &str, orig: &str) -> Result<u128, Error> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_36_digit_decimal_is_not_taken_for_a_uuid() {
+        // Found by the `inspect` fuzz target: a global-id-128 id whose decimal text has 36 digits.
+        let v = 170_027_677_375_130_371_576_546_077_701_042_943u128;
+        assert_eq!(detect(&v.to_string(), 128), Some(Format::Dec));
+        assert_eq!(parse(&v.to_string(), 128, None).unwrap(), v);
+    }
 
     #[test]
     fn base32_sorts_like_numbers() {
