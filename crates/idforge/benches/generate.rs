@@ -22,6 +22,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+mod common;
+use common::two_threads;
+
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use idforge::{
     Clock, Generator, OnClockBehind, OnExhausted, Policy, Scheme, StateOptions, WallClock,
@@ -36,22 +39,6 @@ const RUN_AHEAD: Policy = Policy {
 fn generator(scheme: &Scheme) -> Generator {
     let node = scheme.needs_node().then_some(1);
     Generator::with_clock(scheme, node, WallClock, RUN_AHEAD).unwrap()
-}
-
-/// Runs `iters` calls of `f` split over two threads; returns the wall time of the whole.
-fn two_threads(iters: u64, f: &(dyn Fn() + Sync)) -> Duration {
-    let half = iters / 2 + 1;
-    let start = Instant::now();
-    std::thread::scope(|s| {
-        for _ in 0..2 {
-            s.spawn(|| {
-                for _ in 0..half {
-                    f();
-                }
-            });
-        }
-    });
-    start.elapsed()
 }
 
 fn baselines(c: &mut Criterion) {

@@ -11,26 +11,12 @@
 //! Run: `cargo bench -p idforge --bench locality`
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+
+mod common;
+use common::two_threads;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use idforge::schemes::locality::LocalityGenerator;
-
-/// Runs `iters` calls of `f` split over two threads; returns the wall time of the whole.
-fn two_threads(iters: u64, f: &(dyn Fn() + Sync)) -> Duration {
-    let half = iters / 2 + 1;
-    let start = Instant::now();
-    std::thread::scope(|s| {
-        for _ in 0..2 {
-            s.spawn(|| {
-                for _ in 0..half {
-                    f();
-                }
-            });
-        }
-    });
-    start.elapsed()
-}
 
 fn locality(c: &mut Criterion) {
     let mut g = c.benchmark_group("locality");

@@ -612,14 +612,9 @@ impl<C: Clock> LocalityGenerator<C> {
         // Relaxed is enough: every id's counter value comes from its own read-modify-write of
         // `state`, and all of those sit in the one modification order of that location whatever
         // their ordering; no other memory is published through it.
-        let seen = self.state.load(Ordering::Relaxed);
-        let step = if seen & SEQUENTIAL_BIT == 0 { PRIME } else { 1 };
-        let before = self
-            .state
-            .fetch_add(u64::from(step) << COUNTER_SHIFT, Ordering::Relaxed);
-        let counter = ((before >> COUNTER_SHIFT) as u32).wrapping_add(step);
+        let (counter, mode) = take_counter(&self.state);
         let unix_ms = self.clock.now_ns() / 1_000_000;
-        LocalityUuid::compose(counter, mode_of(before), self.middle, unix_ms)
+        LocalityUuid::compose(counter, mode, self.middle, unix_ms)
     }
 
     /// Switches to sequential mode (see the module docs for the exact semantics): from variable
@@ -677,6 +672,37 @@ impl<C: Clock> LocalityGenerator<C> {
     /// The generator's clock.
     pub fn clock(&self) -> &C {
         &self.clock
+    }
+}
+
+/// The counter's one lock-free step, over any cell with a load and a `fetch_add` (the real
+/// `AtomicU64`, or loom's in the model test): pick the step from the mode, add it, return the
+/// counter value this id owns and the mode it was taken in.
+#[inline]
+fn take_counter<A: CounterCell>(state: &A) -> (u32, CounterMode) {
+    let seen = state.load_relaxed();
+    let step = if seen & SEQUENTIAL_BIT == 0 { PRIME } else { 1 };
+    let before = state.fetch_add_relaxed(u64::from(step) << COUNTER_SHIFT);
+    (
+        ((before >> COUNTER_SHIFT) as u32).wrapping_add(step),
+        mode_of(before),
+    )
+}
+
+/// What [`take_counter`] needs of its cell.
+trait CounterCell {
+    fn load_relaxed(&self) -> u64;
+    fn fetch_add_relaxed(&self, v: u64) -> u64;
+}
+
+impl CounterCell for AtomicU64 {
+    #[inline]
+    fn load_relaxed(&self) -> u64 {
+        self.load(Ordering::Relaxed)
+    }
+    #[inline]
+    fn fetch_add_relaxed(&self, v: u64) -> u64 {
+        self.fetch_add(v, Ordering::Relaxed)
     }
 }
 
@@ -789,6 +815,74 @@ impl<C: Clock> LocalityBuilder<C> {
 pub fn shared() -> &'static LocalityGenerator {
     static GEN: OnceLock<LocalityGenerator> = OnceLock::new();
     GEN.get_or_init(LocalityGenerator::new)
+}
+
+/// Loom model of the counter step: every interleaving of threads taking counter values (and of a
+/// thread switching the mode, as `use_sequential`/`use_variable` do) gives each id its own
+/// counter value.
+#[cfg(test)]
+mod loom_model {
+    use super::*;
+    use loom::sync::atomic::{AtomicU64 as LoomU64, Ordering as LoomOrdering};
+    use loom::sync::Arc;
+
+    struct Cell(LoomU64);
+
+    impl CounterCell for Cell {
+        fn load_relaxed(&self) -> u64 {
+            self.0.load(LoomOrdering::Relaxed)
+        }
+        fn fetch_add_relaxed(&self, v: u64) -> u64 {
+            self.0.fetch_add(v, LoomOrdering::Relaxed)
+        }
+    }
+
+    fn distinct(mut v: Vec<(u32, CounterMode)>) {
+        let n = v.len();
+        v.sort_by_key(|(c, m)| (*c, *m as u8));
+        v.dedup();
+        assert_eq!(v.len(), n, "two ids took the same counter value");
+    }
+
+    #[test]
+    fn threads_taking_counter_values_never_share_one() {
+        for (threads, takes) in [(2usize, 2usize), (3, 1)] {
+            loom::model(move || {
+                let cell = Arc::new(Cell(LoomU64::new(7u64 << COUNTER_SHIFT)));
+                let hs: Vec<_> = (0..threads)
+                    .map(|_| {
+                        let cell = cell.clone();
+                        loom::thread::spawn(move || {
+                            (0..takes).map(|_| take_counter(&*cell)).collect::<Vec<_>>()
+                        })
+                    })
+                    .collect();
+                let all: Vec<_> = hs.into_iter().flat_map(|h| h.join().unwrap()).collect();
+                distinct(all);
+            });
+        }
+    }
+
+    #[test]
+    fn a_mode_switch_racing_two_takers() {
+        loom::model(|| {
+            let cell = Arc::new(Cell(LoomU64::new(7u64 << COUNTER_SHIFT)));
+            let takers: Vec<_> = (0..2)
+                .map(|_| {
+                    let cell = cell.clone();
+                    loom::thread::spawn(move || take_counter(&*cell))
+                })
+                .collect();
+            // The switch to sequential mode is a fetch_or of the mode bit here (the generator
+            // stores a reseeded value under its lock; the race with takers is the same).
+            cell.0.fetch_or(SEQUENTIAL_BIT, LoomOrdering::Relaxed);
+            let mut all: Vec<_> = takers.into_iter().map(|h| h.join().unwrap()).collect();
+            all.push(take_counter(&*cell));
+            // Every id stepped the counter past its start, and no two share a value.
+            assert!(all.iter().all(|(c, _)| *c != 7));
+            distinct(all);
+        });
+    }
 }
 
 #[cfg(test)]
