@@ -151,7 +151,7 @@ struct InspectArgs {
     /// Read ids in this format instead of detecting it: dec, hex, base32, uuid.
     #[arg(long, short = 'f')]
     format: Option<Format>,
-    /// Print one JSON object per id (ids and large numbers as strings).
+    /// Print one JSON object per id (ids as strings; unix_ms and unix_ns as integers).
     #[arg(long)]
     json: bool,
     /// nanots-host: decimal digits of the host id (2 or 3).
@@ -345,6 +345,11 @@ fn state_options(
             anyhow::bail!("--durable and --state-mode apply to host-wide generation: add --shared");
         }
         return Ok(None);
+    }
+    if a.at.is_some() && a.state.is_none() {
+        // A fixed clock may be far from the wall clock: on the default file it would leave a
+        // stamp that blocks (or is blocked by) the wall-clock runs of this host.
+        anyhow::bail!("--at with --shared needs its own state file: add --state PATH (not the file wall-clock runs use)");
     }
     let path = match &a.state {
         Some(p) => p.clone(),

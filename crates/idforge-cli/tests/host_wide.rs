@@ -157,6 +157,21 @@ fn a_process_whose_clock_is_behind_the_file_continues_above_it() {
     let first = run("2030-01-01T00:00:00Z");
     let second = run("2029-01-01T00:00:00Z"); // a clock a year behind the file
     assert!(second[0] > *first.last().unwrap());
+    // Without --state, a fixed clock is kept off the host's default file.
+    let o = idforge()
+        .args([
+            "gen",
+            "global-id",
+            "--node",
+            "3",
+            "--shared",
+            "--at",
+            "2030-01-01T00:00:00Z",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("needs its own state file"));
     std::fs::remove_dir_all(d).unwrap();
 }
 

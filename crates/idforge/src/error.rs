@@ -30,7 +30,7 @@ pub enum Error {
     #[error("invalid layout: {0}")]
     InvalidLayout(String),
     /// A layout's epoch is later than the current time.
-    #[error("the epoch {epoch} is in the future (now is {now}): ids would have negative time; choose an epoch in the past")]
+    #[error("the epoch {epoch} is later than the generator's clock ({now}): ids would have negative time; choose an earlier epoch, or a later --at time")]
     EpochInFuture {
         /// The epoch, RFC 3339.
         epoch: String,
@@ -171,7 +171,7 @@ pub enum Error {
         reason: String,
     },
     /// The process-wide singleton was already constructed.
-    #[error("the {0} generator is a process-wide singleton and was already created; use the shared instance instead")]
+    #[error("the {0} generator is a process-wide singleton and cannot be built again; use idforge::schemes::uprotocol_v8::generator() or uprotocol_v8::next()")]
     SingletonTaken(&'static str),
     /// A shared state file could not be used.
     #[error(transparent)]

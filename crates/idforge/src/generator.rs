@@ -15,22 +15,42 @@ use crate::shm::{fingerprint, HostStamp, ProcessStamp, StateOptions};
 
 thread_local! {
     // A fast per-thread generator (xoshiro) seeded from the OS: random id bits need
-    // unpredictability between processes and restarts, not cryptographic strength.
-    static RNG: RefCell<SmallRng> = RefCell::new(SmallRng::from_rng(&mut rand::rng()));
+    // unpredictability between processes and restarts, not cryptographic strength. The fork
+    // generation it was seeded in is kept with it: a forked child must not reuse its parent's
+    // sequence of random bits.
+    static RNG: RefCell<(u64, SmallRng)> = {
+        crate::shm::watch_forks();
+        RefCell::new((crate::shm::fork_generation(), os_seeded()))
+    };
+}
+
+fn os_seeded() -> SmallRng {
+    SmallRng::try_from_rng(&mut rand::rngs::SysRng)
+        .unwrap_or_else(|_| SmallRng::from_rng(&mut rand::rng()))
+}
+
+/// Runs `f` on the calling thread's random generator, reseeding it first after a fork.
+#[inline]
+fn with_rng<T>(f: impl FnOnce(&mut SmallRng) -> T) -> T {
+    RNG.with(|r| {
+        let mut r = r.borrow_mut();
+        let generation = crate::shm::fork_generation();
+        if r.0 != generation {
+            *r = (generation, os_seeded());
+        }
+        f(&mut r.1)
+    })
 }
 
 /// Random bits for an id, drawn from the calling thread's generator.
 #[inline]
 pub(crate) fn random_u128() -> u128 {
-    RNG.with(|r| {
-        let mut r = r.borrow_mut();
-        ((r.next_u64() as u128) << 64) | r.next_u64() as u128
-    })
+    with_rng(|r| ((r.next_u64() as u128) << 64) | r.next_u64() as u128)
 }
 
 #[inline]
 fn random_u64() -> u64 {
-    RNG.with(|r| r.borrow_mut().next_u64())
+    with_rng(|r| r.next_u64())
 }
 
 /// Generates ids of one scheme for one node. Share it between threads (`&Generator` or `Arc`):
@@ -218,7 +238,8 @@ impl<C: Clock> Generator<C, HostStamp> {
     /// let state = StateOptions::new(dir.join("uuid7.state"));
     /// let a = Generator::host_wide(&Scheme::Uuid7, None, WallClock, Scheme::Uuid7.default_policy(), &state)?;
     /// let b = Generator::host_wide(&Scheme::Uuid7, None, WallClock, Scheme::Uuid7.default_policy(), &state)?;
-    /// assert!(b.next()? > a.next()?); // one stamp for both
+    /// let first = a.next()?;
+    /// assert!(b.next()? > first); // one stamp for both
     /// # std::fs::remove_dir_all(dir).ok();
     /// # Ok::<(), idforge::Error>(())
     /// ```
@@ -232,13 +253,13 @@ impl<C: Clock> Generator<C, HostStamp> {
         let layout = scheme.layout();
         let node_value = scheme.resolve_node(node)?;
         let tb = layout.timebase();
-        let fp = fingerprint(
-            scheme.name(),
-            &layout.spec(),
-            &tb,
-            node_value,
-            state.durable,
-        );
+        // nanots tags are low bits over one stamp: every tag may share the file (as in Chronicle).
+        let fp_node = if *scheme == Scheme::NanoTs {
+            0
+        } else {
+            node_value
+        };
+        let fp = fingerprint(scheme.name(), &layout.spec(), &tb, fp_node, state.durable);
         let cell = HostStamp::open(state, &fp, &tb)?;
         let seq = Sequencer::with_cell(clock, cell, tb, policy)?;
         Self::build(scheme, node_value, seq)
@@ -302,6 +323,13 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
     /// The next id of a 64-bit scheme.
     #[inline]
     pub fn next_u64(&self) -> Result<u64, Error> {
+        if self.layout.bits != 64 {
+            return Err(Error::UnsupportedFormat {
+                format: "u64".into(),
+                scheme: self.scheme.name().into(),
+                reason: format!("its ids are {} bits wide; use next()", self.layout.bits),
+            });
+        }
         self.next().map(|id| id as u64)
     }
 
@@ -319,7 +347,7 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
         // no thread-local access per id.
         let rng = match self.random {
             RandomBits::None => None,
-            _ => Some(RNG.with(|r| SmallRng::from_rng(&mut *r.borrow_mut()))),
+            _ => Some(with_rng(SmallRng::from_rng)),
         };
         Ok(Batch {
             gen: self,
@@ -345,7 +373,7 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
         let cap = 1usize << self.counter_bits.min(usize::BITS - 1);
         let mut rng = match self.random {
             RandomBits::None => None,
-            _ => Some(RNG.with(|r| SmallRng::from_rng(&mut *r.borrow_mut()))),
+            _ => Some(with_rng(SmallRng::from_rng)),
         };
         for chunk in out.chunks_mut(cap) {
             let range = self
@@ -613,6 +641,38 @@ mod tests {
         );
         assert!(kinds.contains(&"uuid7:Halves".to_string()), "{kinds:?}");
         assert!(kinds.contains(&"snowflake:Pair64".to_string()), "{kinds:?}");
+    }
+
+    #[test]
+    #[allow(unsafe_code)]
+    fn a_forked_child_draws_other_random_bits_than_its_parent() {
+        let _ = random_u64(); // the parent's generator exists before the fork
+        let mut fds = [0i32; 2];
+        // SAFETY: pipe(2) into a two-element array.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: the child draws a number, writes it to the pipe and _exits.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            let v = random_u64().to_ne_bytes();
+            // SAFETY: writing 8 initialised bytes to our pipe, then leaving at once.
+            unsafe {
+                libc::write(fds[1], v.as_ptr().cast(), 8);
+                libc::_exit(0);
+            }
+        }
+        let parent = random_u64();
+        let mut buf = [0u8; 8];
+        // SAFETY: reading 8 bytes into a local buffer; waiting for our own child.
+        unsafe {
+            assert_eq!(libc::read(fds[0], buf.as_mut_ptr().cast(), 8), 8);
+            libc::waitpid(pid, std::ptr::null_mut(), 0);
+        }
+        assert_ne!(
+            u64::from_ne_bytes(buf),
+            parent,
+            "child repeated the parent's random bits"
+        );
     }
 
     proptest! {

@@ -117,6 +117,12 @@ pub fn inspect(
     }
     let parts = layout.decode(value);
     let unix_ns = layout.unix_ns_of(parts.ticks);
+    if unix_ns > i64::MAX as u128 * 1_000_000 {
+        return Err(malformed(
+            input,
+            "its time field is beyond any calendar date; is it an id of this scheme?",
+        ));
+    }
     let is_uuid = scheme.uuid_version().is_some();
     Ok(Decoded {
         input: trimmed.to_string(),

@@ -184,7 +184,9 @@ impl Layout {
         }
         for (name, f) in fields {
             for seg in [f.hi, f.lo] {
-                if seg.width > 0 && seg.shift + seg.width > self.bits {
+                if seg.width > 0
+                    && u64::from(seg.shift) + u64::from(seg.width) > u64::from(self.bits)
+                {
                     return bad(format!(
                         "the {name} field (bits {}..{}) does not fit in {} bits",
                         seg.shift,
@@ -264,7 +266,9 @@ impl Layout {
 
     /// Unix nanoseconds of the start of a tick.
     pub fn unix_ns_of(&self, ticks: u128) -> u128 {
-        ticks * self.tick_ns as u128 + self.epoch_ns as u128
+        ticks
+            .saturating_mul(self.tick_ns as u128)
+            .saturating_add(self.epoch_ns as u128)
     }
 
     /// Ids one node can issue per tick.
@@ -388,6 +392,11 @@ impl Layout {
                     .trim()
                     .parse()
                     .map_err(|_| err(format!("the width of {name} must be a number, not {w:?}")))?;
+                if width > 128 {
+                    return Err(err(format!(
+                        "the {name} field of {width} bits is wider than an id (128 bits)"
+                    )));
+                }
                 if width == 0 {
                     return Err(err(format!(
                         "the {name} field needs at least 1 bit; leave it out instead"

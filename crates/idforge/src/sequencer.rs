@@ -358,7 +358,8 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
     /// How far the last issued stamp is ahead of the wall clock (zero when it is not).
     pub fn lead(&self) -> Duration {
         // The stamp first, then the clock: every stamp issued so far was checked against a clock
-        // reading no later than ours, so the lead seen here never exceeds the policy's bound.
+        // reading no later than ours, so a lead that came from running ahead is never seen above
+        // the policy's bound (a clock that stepped back can still show any lead).
         let last_tick = self.cell.load() >> self.tb.counter_bits;
         let now_tick = self.tick_of(self.clock.now_ns());
         let ticks = last_tick.saturating_sub(now_tick) as u128;

@@ -23,6 +23,7 @@
 //! | 32 | 8 | the stamp (atomic) |
 //! | 40 | 8 | durable mode: the ceiling being persisted (atomic) |
 //! | 48 | 8 | durable mode: the ceiling known to be on disk (atomic) |
+//! | 56 | 8 | durable mode: hash of the boot id of the machine boot that last opened the file (atomic) |
 //! | 64 | 256 | fingerprint: what the stamp means (`scheme=… layout=… tick=… epoch=… node=… durable=…`), NUL-padded |
 //!
 //! The file is created atomically: the header is written and synced to a temporary file in the
@@ -35,8 +36,10 @@
 //! latest stamp, and a clock that stepped back meanwhile could then repeat ids. In durable mode
 //! the sequencer may not issue a stamp above the *ceiling* until the ceiling has been written to
 //! disk (`msync`): when an id would pass it, the ceiling is raised to one second of stamps ahead
-//! and synced first. On opening, the stamp is raised to the persisted ceiling, so after a power
-//! loss it starts above every id ever issued. Cost: one `msync` of one page per second of id time
+//! and synced first. When a process opens the file in a new boot of the machine (the boot id in
+//! the header differs from `/proc/sys/kernel/random/boot_id`), the stamp may have been lost with
+//! the page cache, so it is raised to the persisted ceiling: the first id after a power loss is
+//! above every id ever issued. Within one boot the page cache holds the stamp and it is kept. Cost: one `msync` of one page per second of id time
 //! (a latency spike of typically 0.1–10 ms on the call that raises it; nothing on the others).
 
 use std::fs::{self, File, OpenOptions};
@@ -58,6 +61,7 @@ const OFF_CHECKSUM: usize = 16;
 const OFF_STAMP: usize = 32;
 const OFF_PENDING: usize = 40;
 const OFF_DURABLE: usize = 48;
+const OFF_BOOT: usize = 56;
 const OFF_FINGERPRINT: usize = 64;
 const FINGERPRINT_LEN: usize = 256;
 
@@ -125,6 +129,41 @@ fn io_err(path: &Path, action: &'static str, e: std::io::Error) -> Error {
         action,
         reason: e.to_string(),
     })
+}
+
+static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn after_fork_in_child() {
+    // Async-signal-safe: one atomic add.
+    FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Registers (once per process) a `pthread_atfork` handler that counts forks in the child.
+pub(crate) fn watch_forks() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: registering a child handler that only performs an atomic add; the function
+        // lives for the whole program.
+        unsafe {
+            libc::pthread_atfork(None, None, Some(after_fork_in_child));
+        }
+    });
+}
+
+/// How many forks led to this process (0 in the original process): per-thread state copied by
+/// `fork()` (random generators) compares it to know it must be renewed.
+#[inline]
+pub(crate) fn fork_generation() -> u64 {
+    FORK_GENERATION.load(Ordering::Relaxed)
+}
+
+/// A hash of this boot of the machine (Linux: `/proc/sys/kernel/random/boot_id`; elsewhere a
+/// constant, so durable mode always recovers to the mark on open).
+fn boot_id_hash() -> u64 {
+    match fs::read_to_string("/proc/sys/kernel/random/boot_id") {
+        Ok(id) => fnv1a(&[id.trim().as_bytes()]) | 1,
+        Err(_) => 1,
+    }
 }
 
 /// FNV-1a, 64-bit: a stable checksum (std's hashers may change between Rust releases).
@@ -324,13 +363,49 @@ impl HostStamp {
             path: path.clone(),
         };
         if hs.durable {
-            // Whatever was being persisted when the last holder stopped (or the machine failed) is
-            // a bound on every id issued: continue above it.
-            let mark = hs.pending.get().load(Ordering::Acquire);
-            hs.stamp.get().fetch_max(mark, Ordering::AcqRel);
-            hs.durable_ceiling.get().fetch_max(mark, Ordering::AcqRel);
+            hs.recover_after_reboot()?;
         }
         Ok(hs)
+    }
+
+    /// Durable mode, on open: in a new boot of the machine the stamp in the file may be older than
+    /// ids issued before a crash, so it is raised to the persisted mark; the mark is synced before
+    /// it becomes the ceiling others may issue up to.
+    fn recover_after_reboot(&self) -> Result<(), Error> {
+        let boot = boot_id_hash();
+        let slot = self.boot_slot();
+        let seen = slot.get().load(Ordering::Acquire);
+        if seen != boot {
+            // A new boot (or the file's first durable open): everything up to the persisted mark
+            // may have been issued.
+            let mark = self.pending.get().load(Ordering::Acquire);
+            self.stamp.get().fetch_max(mark, Ordering::AcqRel);
+            let _ = slot
+                .get()
+                .compare_exchange(seen, boot, Ordering::AcqRel, Ordering::Acquire);
+        }
+        // Sync before trusting the mark: a process killed between raising `pending` and its
+        // msync left a mark that may not be on disk.
+        let mark = self.pending.get().load(Ordering::Acquire);
+        self.map
+            .flush_range(0, PAGE)
+            .map_err(|e| io_err(&self.path, "sync (msync) the durable ceiling of", e))?;
+        self.durable_ceiling
+            .get()
+            .fetch_max(mark, Ordering::Release);
+        Ok(())
+    }
+
+    fn boot_slot(&self) -> Slot {
+        // SAFETY: offset 56 is 8-byte aligned inside the page mapping owned by `self`; the
+        // returned slot is used only while `self` (and so the mapping) is borrowed.
+        unsafe { Slot::new(self.map.as_ptr(), OFF_BOOT) }
+    }
+
+    /// Simulates a reboot for tests: forget which boot last opened the file.
+    #[doc(hidden)]
+    pub fn forget_boot(&self) {
+        self.boot_slot().get().store(0, Ordering::SeqCst);
     }
 
     /// The state file's path.
@@ -439,11 +514,15 @@ fn create(path: &Path, mode: u32, fingerprint: &str) -> Result<(), Error> {
             .map_err(|e| io_err(path, "write", e))?;
         f.sync_all().map_err(|e| io_err(path, "sync", e))?;
         match fs::hard_link(&tmp, path) {
-            Ok(()) => Ok(()),
+            Ok(()) => {}
             // Another process created it first: use theirs.
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-            Err(e) => Err(io_err(path, "create (link)", e)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(io_err(path, "create (link)", e)),
         }
+        // Make the new name itself durable: sync the directory.
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| io_err(path, "sync the directory of", e))
     })();
     let _ = fs::remove_file(&tmp);
     result
@@ -675,9 +754,14 @@ mod tests {
         assert_eq!(c, 5_000 + (1_000 << 12));
         assert_eq!(a.persisted_ceiling(), c);
         assert_eq!(a.ceiling(), c);
-        // A crash that lost the stamp: reopening starts at the persisted ceiling.
+        // Within one boot, reopening keeps the stamp (a restart must not jump ahead).
         a.force_stamp(10);
+        let same_boot = HostStamp::open(&o, "fp", &tb()).unwrap();
+        assert_eq!(same_boot.load(), 10);
+        // A crash that lost the stamp, then a new boot: reopening starts at the persisted ceiling.
+        a.forget_boot();
         drop(a);
+        drop(same_boot);
         let b = HostStamp::open(&o, "fp", &tb()).unwrap();
         assert_eq!(b.load(), c);
         fs::remove_dir_all(d).unwrap();

@@ -177,7 +177,16 @@ pub fn detect(text: &str, bits: u32) -> Option<Format> {
     } else if t.starts_with("0x") || t.starts_with("0X") {
         Some(Format::Hex)
     } else if !t.is_empty() && b.iter().all(u8::is_ascii_digit) {
-        Some(Format::Dec)
+        // Decimal text is never zero-padded; a padded run of digits of exactly a fixed width is
+        // the hex or base32 text of a small id.
+        let padded = b.len() > 1 && b[0] == b'0';
+        if padded && b.len() == (bits / 4) as usize {
+            Some(Format::Hex)
+        } else if padded && b.len() == base32_width(bits) {
+            Some(Format::Base32)
+        } else {
+            Some(Format::Dec)
+        }
     } else if b.len() == (bits / 4) as usize && b.iter().all(u8::is_ascii_hexdigit) {
         Some(Format::Hex)
     } else if b.len() == base32_width(bits) {
@@ -352,6 +361,18 @@ pub fn parse_uuid(t: &str, orig: &str) -> Result<u128, Error> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn small_ids_in_fixed_width_formats_are_not_taken_for_decimal() {
+        for v in [0u128, 10, 32, 0x12345] {
+            for f in [Format::Hex, Format::Base32] {
+                let t = encode(v, 64, f);
+                assert_eq!(parse(t.as_str(), 64, None).unwrap(), v, "{f} {t}");
+            }
+        }
+        assert_eq!(parse("0000000000010", 64, None).unwrap(), 32);
+        assert_eq!(parse("10", 64, None).unwrap(), 10);
+    }
 
     #[test]
     fn a_36_digit_decimal_is_not_taken_for_a_uuid() {

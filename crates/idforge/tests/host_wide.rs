@@ -171,6 +171,7 @@ fn durable_mode_survives_a_lost_stamp_and_a_clock_stepped_back() {
     // Power loss: the page with the latest stamp never reached the disk, and the clock comes back
     // an hour early. Simulate the lost page by winding the stamp back to zero.
     a.sequencer().cell().force_stamp(0);
+    a.sequencer().cell().forget_boot(); // the machine rebooted
     drop(a);
     let clock = ManualClock::new(T - 3_600_000 * MS);
     let b =
@@ -180,6 +181,29 @@ fn durable_mode_survives_a_lost_stamp_and_a_clock_stepped_back() {
         first > max_issued,
         "restart after a lost stamp must start above every issued id"
     );
+    std::fs::remove_dir_all(d).unwrap();
+}
+
+#[test]
+fn durable_restarts_within_one_boot_keep_the_stamp_under_the_default_policy() {
+    let d = tmpdir("durable-restart");
+    let mut state = StateOptions::new(d.join("n.state"));
+    state.durable = true;
+    for _ in 0..3 {
+        // nanots allows only 1 ms of lead: a restart that jumped to the 1-second mark would fail.
+        let g = Generator::host_wide(
+            &Scheme::NanoTs,
+            None,
+            idforge::WallClock,
+            Scheme::NanoTs.default_policy(),
+            &state,
+        )
+        .unwrap();
+        for _ in 0..1_000 {
+            g.next().unwrap();
+        }
+        assert!(g.sequencer().lead() <= Duration::from_millis(1));
+    }
     std::fs::remove_dir_all(d).unwrap();
 }
 

@@ -20,16 +20,14 @@ impl StampCell for LoomCell {
 
 const MS: u64 = 1_000_000;
 
-fn sequencer(clock: ManualClock) -> Arc<Sequencer<ManualClock, LoomCell>> {
+fn sequencer(clock: ManualClock, policy: Policy) -> Arc<Sequencer<ManualClock, LoomCell>> {
     let tb = Timebase {
         epoch_ns: 0,
         tick_ns: MS,
         time_bits: 48,
         counter_bits: 1, // two ids per tick: the models cross tick boundaries
     };
-    Arc::new(
-        Sequencer::with_cell(clock, LoomCell(AtomicU64::new(0)), tb, Policy::UNBOUNDED).unwrap(),
-    )
+    Arc::new(Sequencer::with_cell(clock, LoomCell(AtomicU64::new(0)), tb, policy).unwrap())
 }
 
 fn check(per_thread: Vec<Vec<u64>>) {
@@ -44,10 +42,14 @@ fn check(per_thread: Vec<Vec<u64>>) {
 }
 
 fn run(threads: usize, per_thread: usize, clock_step: u64) {
+    run_with(threads, per_thread, clock_step, Policy::UNBOUNDED)
+}
+
+fn run_with(threads: usize, per_thread: usize, clock_step: u64, policy: Policy) {
     loom::model(move || {
         let clock = ManualClock::new(5 * MS);
         clock.auto_advance(clock_step);
-        let seq = sequencer(clock.clone());
+        let seq = sequencer(clock.clone(), policy);
         let hs: Vec<_> = (0..threads)
             .map(|_| {
                 let seq = seq.clone();
@@ -88,4 +90,11 @@ fn three_threads_frozen_clock() {
 #[test]
 fn three_threads_moving_clock() {
     run(3, 1, 600_000);
+}
+
+#[test]
+fn two_threads_default_policy_moving_clock() {
+    // Under the default policy the counter (2 per tick) runs out and the threads take the wait
+    // branch until the clock reaches the next tick: still no duplicate, in every interleaving.
+    run_with(2, 2, 600_000, Policy::DEFAULT);
 }

@@ -97,8 +97,10 @@ impl Scheme {
 
     /// The policy a generator of this scheme uses unless told otherwise. Every preset waits for
     /// the next tick when its counter runs out (so an in-process generator never runs ahead of the
-    /// clock and a restart cannot reissue ids), keeps issuing from the last stamp when the clock
-    /// steps back by up to one second, and refuses with [`Error::ClockBehind`] beyond that.
+    /// clock because of load), keeps issuing from the last stamp when the clock steps back by up
+    /// to one second, and refuses with [`Error::ClockBehind`] beyond that. An in-process
+    /// generator keeps no state across restarts: a new process started within the same tick as
+    /// the last id of the previous one can repeat it; `Generator::host_wide` keeps the stamp.
     ///
     /// `nanots` is the exception: like Chronicle it runs ahead of the clock by up to 1 ms when
     /// more than one id falls in a 32 ns tick ([`nanots::POLICY`]).
