@@ -115,6 +115,17 @@ pub fn inspect(
             });
         }
     }
+    let stray = value & !layout.defined_bits();
+    if stray != 0 {
+        return Err(malformed(
+            input,
+            format!(
+                "bit {} is set, but {} defines no bit there; is it an id of this scheme?",
+                127 - stray.leading_zeros(),
+                scheme.name()
+            ),
+        ));
+    }
     let parts = layout.decode(value);
     let unix_ns = layout.unix_ns_of(parts.ticks);
     if unix_ns > i64::MAX as u128 * 1_000_000 {
@@ -289,6 +300,27 @@ mod tests {
             inspect(bad_variant, Some(&Scheme::UProtocol), None),
             Err(Error::WrongVariant { found: 0b11, .. })
         ));
+    }
+
+    #[test]
+    fn bits_outside_the_layout_are_refused() {
+        // Snowflake's top bit is always 0.
+        let e = inspect(&(1u64 << 63).to_string(), Some(&Scheme::Snowflake), None).unwrap_err();
+        assert!(e.to_string().contains("bit 63"), "{e}");
+        // global-id-128 uses the low 108 bits.
+        let e = inspect(
+            &(1u128 << 120).to_string(),
+            Some(&Scheme::GlobalId128),
+            None,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("bit 120"), "{e}");
+        assert!(inspect(
+            &(1u128 << 100).to_string(),
+            Some(&Scheme::GlobalId128),
+            None
+        )
+        .is_ok());
     }
 
     #[test]

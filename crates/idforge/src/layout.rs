@@ -253,6 +253,16 @@ impl Layout {
             | self.random.deposit(random & self.random.max())
     }
 
+    /// Every bit the layout defines: its fields and its fixed bits. An id with bits outside it
+    /// was not made by this layout.
+    pub fn defined_bits(&self) -> u128 {
+        self.fixed_mask
+            | self.node.mask()
+            | self.time.mask()
+            | self.counter.mask()
+            | self.random.mask()
+    }
+
     /// Splits an id into its fields.
     pub fn decode(&self, id: u128) -> Parts {
         Parts {
