@@ -58,6 +58,17 @@ impl FromStr for Format {
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// The two lowercase hex digits of every byte: text is written a byte at a time.
+const HEX_PAIRS: [[u8; 2]; 256] = {
+    let mut t = [[0u8; 2]; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = [HEX[i >> 4], HEX[i & 0xF]];
+        i += 1;
+    }
+    t
+};
 const CROCKFORD: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
 /// Encoded id text on the stack (at most 40 bytes: a 128-bit decimal is 39 digits).
@@ -125,11 +136,12 @@ pub fn encode(value: u128, bits: u32, format: Format) -> Text {
             t.len = s.len() as u8;
         }
         Format::Hex => {
-            let n = (bits / 4) as usize;
-            for i in 0..n {
-                t.buf[i] = HEX[((value >> (4 * (n - 1 - i))) & 0xF) as usize];
+            let bytes = value.to_be_bytes();
+            let skip = 16 - (bits / 8) as usize; // 64-bit ids: the low 8 bytes
+            for (i, &b) in bytes[skip..].iter().enumerate() {
+                t.buf[2 * i..2 * i + 2].copy_from_slice(&HEX_PAIRS[b as usize]);
             }
-            t.len = n as u8;
+            t.len = (bits / 4) as u8;
         }
         Format::Base32 => {
             let n = base32_width(bits);
@@ -139,14 +151,14 @@ pub fn encode(value: u128, bits: u32, format: Format) -> Text {
             t.len = n as u8;
         }
         Format::Uuid => {
-            let mut j = 0;
-            for i in 0..32 {
-                if i == 8 || i == 12 || i == 16 || i == 20 {
-                    t.buf[j] = b'-';
-                    j += 1;
-                }
-                t.buf[j] = HEX[((value >> (4 * (31 - i))) & 0xF) as usize];
-                j += 1;
+            // Byte i of the UUID goes to text position 2i, plus one for each hyphen before it.
+            const AT: [usize; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
+            let bytes = value.to_be_bytes();
+            for (&b, &at) in bytes.iter().zip(AT.iter()) {
+                t.buf[at..at + 2].copy_from_slice(&HEX_PAIRS[b as usize]);
+            }
+            for at in [8, 13, 18, 23] {
+                t.buf[at] = b'-';
             }
             t.len = 36;
         }
