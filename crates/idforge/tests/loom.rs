@@ -98,3 +98,78 @@ fn two_threads_default_policy_moving_clock() {
     // branch until the clock reaches the next tick: still no duplicate, in every interleaving.
     run_with(2, 2, 600_000, Policy::DEFAULT);
 }
+
+/// A cell with a durable ceiling, as `HostStamp` in durable mode: raising it writes the mark to
+/// "disk" (`persisted`) under a lock, then publishes it as the ceiling.
+struct CeilingCell {
+    stamp: AtomicU64,
+    persisted: AtomicU64,
+    ceiling: AtomicU64,
+    raise: loom::sync::Mutex<()>,
+}
+
+impl StampCell for CeilingCell {
+    fn load(&self) -> u64 {
+        self.stamp.load(Ordering::Relaxed)
+    }
+    fn compare_exchange_weak(&self, current: u64, new: u64) -> Result<u64, u64> {
+        self.stamp
+            .compare_exchange_weak(current, new, Ordering::Relaxed, Ordering::Relaxed)
+    }
+    fn ceiling(&self) -> u64 {
+        self.ceiling.load(Ordering::Acquire)
+    }
+    fn raise_ceiling(&self, needed: u64) -> Result<u64, idforge::Error> {
+        let _one = self.raise.lock().unwrap();
+        let current = self.ceiling.load(Ordering::Acquire);
+        if current >= needed {
+            return Ok(current);
+        }
+        let target = needed + 2;
+        self.persisted.fetch_max(target, Ordering::AcqRel);
+        self.ceiling.fetch_max(target, Ordering::Release);
+        Ok(target)
+    }
+}
+
+#[test]
+fn two_threads_never_issue_above_the_persisted_ceiling() {
+    loom::model(|| {
+        let tb = Timebase {
+            epoch_ns: 0,
+            tick_ns: MS,
+            time_bits: 48,
+            counter_bits: 1,
+        };
+        let cell = CeilingCell {
+            stamp: AtomicU64::new(0),
+            persisted: AtomicU64::new(0),
+            ceiling: AtomicU64::new(0),
+            raise: loom::sync::Mutex::new(()),
+        };
+        let seq = Arc::new(
+            Sequencer::with_cell(ManualClock::new(5 * MS), cell, tb, Policy::UNBOUNDED).unwrap(),
+        );
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                let seq = seq.clone();
+                loom::thread::spawn(move || {
+                    (0..2)
+                        .map(|_| {
+                            let s = seq.next().unwrap();
+                            // Persisted marks only grow: reading it after the issue is a bound
+                            // on what it was when the stamp was issued.
+                            assert!(
+                                s <= seq.cell().persisted.load(Ordering::Acquire),
+                                "stamp {s} above the persisted mark"
+                            );
+                            s
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let per: Vec<Vec<u64>> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+        check(per);
+    });
+}
