@@ -19,9 +19,10 @@ fn idforge() -> Command {
     c
 }
 
-fn parse_hex(out: &str) -> Vec<u128> {
+/// Hex ids of `width` digits, one per line; a killed process may leave a partial last line.
+fn parse_hex(out: &str, width: usize) -> Vec<u128> {
     out.lines()
-        .filter(|l| l.len() == 32) // a killed process may leave a partial last line
+        .filter(|l| l.len() == width)
         .map(|l| u128::from_str_radix(l, 16).unwrap())
         .collect()
 }
@@ -47,7 +48,7 @@ fn four_processes_on_one_state_file_never_collide() {
     for c in children {
         let o = c.wait_with_output().unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let ids = parse_hex(&String::from_utf8(o.stdout).unwrap());
+        let ids = parse_hex(&String::from_utf8(o.stdout).unwrap(), 32);
         assert_eq!(ids.len(), 1_000_000);
         assert!(
             ids.windows(2).all(|w| w[0] < w[1]),
@@ -84,11 +85,7 @@ fn run_and_kill(state: &Path, out: &Path, ms: u64) -> Vec<u128> {
     std::thread::sleep(Duration::from_millis(ms));
     c.kill().unwrap(); // SIGKILL
     c.wait().unwrap();
-    let text = std::fs::read_to_string(out).unwrap();
-    text.lines()
-        .filter(|l| l.len() == 16)
-        .map(|l| u128::from_str_radix(l, 16).unwrap())
-        .collect()
+    parse_hex(&std::fs::read_to_string(out).unwrap(), 16)
 }
 
 #[test]

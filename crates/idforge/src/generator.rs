@@ -253,13 +253,13 @@ impl<C: Clock> Generator<C, HostStamp> {
         let layout = scheme.layout();
         let node_value = scheme.resolve_node(node)?;
         let tb = layout.timebase();
-        // nanots tags are low bits over one stamp: every tag may share the file (as in Chronicle).
-        let fp_node = if *scheme == Scheme::NanoTs {
-            0
-        } else {
-            node_value
-        };
-        let fp = fingerprint(scheme.name(), &layout.spec(), &tb, fp_node, state.durable);
+        let fp = fingerprint(
+            scheme.name(),
+            &layout.spec(),
+            &tb,
+            scheme.state_node(node_value),
+            state.durable,
+        );
         let cell = HostStamp::open(state, &fp, &tb)?;
         let seq = Sequencer::with_cell(clock, cell, tb, policy)?;
         Self::build(scheme, node_value, seq)

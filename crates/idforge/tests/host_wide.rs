@@ -284,3 +284,18 @@ fn an_unwritable_location_is_a_clear_error() {
     )
     .is_err());
 }
+
+#[test]
+fn nanots_tags_share_one_state_file() {
+    let d = tmpdir("tags");
+    let state = StateOptions::new(d.join("nanots.state"));
+    let policy = Scheme::NanoTs.default_policy();
+    let plain =
+        Generator::host_wide(&Scheme::NanoTs, None, idforge::WallClock, policy, &state).unwrap();
+    let tagged =
+        Generator::host_wide(&Scheme::NanoTs, Some(3), idforge::WallClock, policy, &state).unwrap();
+    let (a, b) = (plain.next_u64().unwrap(), tagged.next_u64().unwrap());
+    assert_eq!(b & 31, 3);
+    assert!(b >> 5 > a >> 5, "one stamp for every tag");
+    std::fs::remove_dir_all(d).unwrap();
+}

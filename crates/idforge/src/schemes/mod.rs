@@ -177,6 +177,15 @@ impl Scheme {
         }
     }
 
+    /// The node a host-wide state file is bound to. A nanots tag is only low bits over one
+    /// stamp, so every tag shares one file (as in Chronicle); other schemes bind the node.
+    pub(crate) fn state_node(&self, node: u64) -> u64 {
+        match self {
+            Scheme::NanoTs => 0,
+            _ => node,
+        }
+    }
+
     /// A one-line description for `idforge schemes`.
     pub fn summary(&self) -> &'static str {
         match self {
