@@ -13,8 +13,8 @@ use idforge::schemes::nanots;
 use idforge::schemes::uprotocol_v8;
 use idforge::text::{self, Format};
 use idforge::{
-    inspect, Clock, Decoded, Error, Generator, HostStamp, Layout, ManualClock, OnClockBehind,
-    OnExhausted, Policy, ProcessStamp, Scheme, Sequencer, StampCell, StateOptions, WallClock,
+    inspect, Clock, Decoded, Error, Generator, Layout, ManualClock, OnClockBehind, OnExhausted,
+    Policy, ProcessStamp, RandomSource, Scheme, Sequencer, StampCell, StateOptions, WallClock,
 };
 
 /// Unique ids in every layout that matters: UUIDv7, uProtocol, GlobalId, Snowflake, Sonyflake,
@@ -77,8 +77,11 @@ struct GenArgs {
     layout: Option<String>,
     /// Host-wide: keep the sequencer's stamp in a state file shared by every process of this
     /// host that uses the same file, so their ids never collide and a restart continues after the
-    /// last id. The file is --state, else IDFORGE_STATE, else the default location
-    /// ($IDFORGE_STATE_DIR, $XDG_STATE_HOME/idforge or ~/.local/state/idforge).
+    /// last id. The file is --state, else IDFORGE_STATE, else the default location:
+    /// $IDFORGE_STATE_DIR, else ~/.local/state/idforge with the home directory from the password
+    /// database. XDG_STATE_HOME and HOME are not followed: two shells with different values would
+    /// use two files for one scheme and node, and their ids would collide. The file and its
+    /// directory must be yours and not writable by others (see --state-mode).
     #[arg(long)]
     shared: bool,
     /// The state file for --shared (implies --shared; falls back to IDFORGE_STATE).
@@ -88,7 +91,10 @@ struct GenArgs {
     /// disk, so that even after a power loss and a clock stepped back no id repeats.
     #[arg(long)]
     durable: bool,
-    /// Permission bits of a newly created state file, in octal (default 600: only this user).
+    /// Share the state file on purpose: permission bits of a newly created file, in octal (e.g.
+    /// 660 for a group). An existing file or directory writable by group or others, or owned by
+    /// another user, is then accepted as far as this mode allows; without it such files are
+    /// refused (default: 600, only this user).
     #[arg(long, value_name = "OCTAL")]
     state_mode: Option<String>,
     /// nanots-host: this host's id, 0-99 (or 0-999 with --host-digits 3); falls back to
@@ -107,12 +113,18 @@ struct GenArgs {
     /// waiting for the next tick.
     #[arg(long)]
     run_ahead: bool,
-    /// How far ids may run ahead of the wall clock, in milliseconds (default 1000).
+    /// How far ids may run ahead of the wall clock, in milliseconds (default 1000). Every process
+    /// sharing a state file must use the same --run-ahead, --max-lead and --on-clock-behind.
     #[arg(long, value_name = "MS")]
     max_lead: Option<u64>,
     /// When the clock is further behind the last id than --max-lead: fail (default) or wait.
     #[arg(long, value_enum)]
     on_clock_behind: Option<BehindArg>,
+    /// uuid7, uprotocol: draw random bits from a fast non-cryptographic generator (xoshiro)
+    /// instead of the default ChaCha12, as RFC 9562 §6.9 recommends. Uniqueness does not depend
+    /// on it; predictability of the random bits does.
+    #[arg(long)]
+    fast_random: bool,
     /// Show progress on stderr (default: when stderr is a terminal and COUNT >= 1,000,000).
     #[arg(long)]
     progress: bool,
@@ -243,6 +255,11 @@ fn gen(a: GenArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let policy = policy_from(&a, scheme.default_policy());
+    let random = if a.fast_random {
+        RandomSource::Fast
+    } else {
+        RandomSource::Secure
+    };
     let out = Output {
         count: a.count,
         format,
@@ -267,25 +284,27 @@ fn gen(a: GenArgs) -> anyhow::Result<ExitCode> {
             .needs_node()
             .then(|| scheme.resolve_node(node).ok())
             .flatten();
-        idforge::default_state_path(scheme.name(), &layout.spec(), n)
+        idforge::default_state_path(scheme.name(), &layout.spec(), n).map_err(Into::into)
     })?;
     match at_time(&a)? {
         // A fixed clock never moves: let the counter carry into later ticks without bound.
         Some(t) => gen_on(
             &out,
+            random,
             &scheme,
             node,
             ManualClock::new(t),
             Policy::UNBOUNDED,
             state,
         ),
-        None => gen_on(&out, &scheme, node, WallClock, policy, state),
+        None => gen_on(&out, random, &scheme, node, WallClock, policy, state),
     }
 }
 
 /// Generates on `clock`, in-process or host-wide.
 fn gen_on<C: Clock>(
     out: &Output,
+    random: RandomSource,
     scheme: &Scheme,
     node: Option<u64>,
     clock: C,
@@ -293,8 +312,10 @@ fn gen_on<C: Clock>(
     state: Option<StateOptions>,
 ) -> anyhow::Result<ExitCode> {
     match state {
-        Some(st) => out.write(&Generator::host_wide(scheme, node, clock, policy, &st)?),
-        None => out.write(&Generator::with_clock(scheme, node, clock, policy)?),
+        Some(st) => {
+            out.write(&Generator::host_wide(scheme, node, clock, policy, &st)?.with_random(random))
+        }
+        None => out.write(&Generator::with_clock(scheme, node, clock, policy)?.with_random(random)),
     }
 }
 
@@ -338,7 +359,7 @@ fn output_format(format: Option<&str>, scheme: &Scheme) -> anyhow::Result<(Forma
 /// The state file options, when --shared, --state or --durable ask for a host-wide generator.
 fn state_options(
     a: &GenArgs,
-    default_path: impl FnOnce() -> std::path::PathBuf,
+    default_path: impl FnOnce() -> anyhow::Result<std::path::PathBuf>,
 ) -> anyhow::Result<Option<StateOptions>> {
     if !(a.shared || a.state.is_some()) {
         if a.durable || a.state_mode.is_some() {
@@ -355,13 +376,12 @@ fn state_options(
         Some(p) => p.clone(),
         None => match std::env::var_os("IDFORGE_STATE").filter(|v| !v.is_empty()) {
             Some(p) => p.into(),
-            None => default_path(),
+            None => default_path()?,
         },
     };
     let mut opts = StateOptions::new(path);
-    opts.durable = a.durable;
     if let Some(m) = &a.state_mode {
-        opts.mode = u32::from_str_radix(m.trim_start_matches("0o"), 8)
+        let mode = u32::from_str_radix(m.trim_start_matches("0o"), 8)
             .ok()
             .filter(|m| *m <= 0o777)
             .ok_or_else(|| {
@@ -369,7 +389,9 @@ fn state_options(
                     "--state-mode {m:?} is not permission bits: use octal, e.g. 600 or 660"
                 )
             })?;
+        opts = opts.shared_mode(mode);
     }
+    opts.durable = a.durable;
     Ok(Some(opts))
 }
 
@@ -403,6 +425,7 @@ fn gen_nanots_host(a: GenArgs) -> anyhow::Result<ExitCode> {
     };
     let state = state_options(&a, || {
         idforge::default_state_path(&format!("nanots-host{}", a.host_digits), "", Some(host))
+            .map_err(Into::into)
     })?;
     let policy = policy_from(&a, nanots::POLICY);
     match (at_time(&a)?, state) {
@@ -426,17 +449,9 @@ fn host_gen<C: Clock>(
 ) -> anyhow::Result<ExitCode> {
     let tb = digits.timebase();
     match state {
-        Some(st) => {
-            let fp = idforge::shm::fingerprint(
-                "nanots-host",
-                &format!("digits={}", digits.digits()),
-                &tb,
-                digits.host(),
-                st.durable,
-            );
-            let seq = Sequencer::with_cell(clock, HostStamp::open(st, &fp, &tb)?, tb, policy)?;
-            out.write_host(&nanots::HostGenerator::with_sequencer(digits, seq)?)
-        }
+        Some(st) => out.write_host(&nanots::HostGenerator::host_wide(
+            digits, clock, policy, st,
+        )?),
         None => {
             let seq = Sequencer::with_cell(clock, ProcessStamp::new()?, tb, policy)?;
             out.write_host(&nanots::HostGenerator::with_sequencer(digits, seq)?)

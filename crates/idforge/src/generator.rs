@@ -3,7 +3,7 @@
 
 use std::cell::RefCell;
 
-use rand::rngs::SmallRng;
+use rand::rngs::{SmallRng, StdRng};
 use rand::{Rng, SeedableRng};
 
 use crate::clock::{Clock, WallClock};
@@ -11,28 +11,44 @@ use crate::error::Error;
 use crate::layout::Layout;
 use crate::schemes::Scheme;
 use crate::sequencer::{Policy, Sequencer, StampCell, StampRange};
-use crate::shm::{fingerprint, HostStamp, ProcessStamp, StateOptions};
+use crate::shm::{fingerprint, fresh_stamp, HostStamp, ProcessStamp, StateOptions};
+
+/// Where the random bits of ids (`uuid7`'s and `uprotocol`'s) come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RandomSource {
+    /// A cryptographically secure generator (ChaCha12, `rand`'s `StdRng`) per thread, seeded from
+    /// the operating system and reseeded after `fork()`: random bits cannot be predicted from
+    /// earlier ids (RFC 9562 §6.9). The default.
+    #[default]
+    Secure,
+    /// A fast generator (xoshiro, `rand`'s `SmallRng`) per thread, seeded from the operating
+    /// system and reseeded after `fork()`: unpredictable across processes and restarts, but
+    /// someone who sees enough ids can predict the next ones' random bits. Uniqueness never
+    /// depends on random bits either way.
+    Fast,
+}
 
 thread_local! {
-    // A fast per-thread generator (xoshiro) seeded from the OS: random id bits need
-    // unpredictability between processes and restarts, not cryptographic strength. The fork
-    // generation it was seeded in is kept with it: a forked child must not reuse its parent's
-    // sequence of random bits.
-    static RNG: RefCell<(u64, SmallRng)> = {
+    // Per-thread generators seeded from the OS. The fork generation each was seeded in is kept
+    // with it: a forked child must not reuse its parent's sequence of random bits.
+    static SECURE: RefCell<(u64, StdRng)> = {
+        crate::shm::watch_forks();
+        RefCell::new((crate::shm::fork_generation(), os_seeded()))
+    };
+    static FAST: RefCell<(u64, SmallRng)> = {
         crate::shm::watch_forks();
         RefCell::new((crate::shm::fork_generation(), os_seeded()))
     };
 }
 
-fn os_seeded() -> SmallRng {
-    SmallRng::try_from_rng(&mut rand::rngs::SysRng)
-        .unwrap_or_else(|_| SmallRng::from_rng(&mut rand::rng()))
+fn os_seeded<R: SeedableRng>() -> R {
+    R::try_from_rng(&mut rand::rngs::SysRng).unwrap_or_else(|_| R::from_rng(&mut rand::rng()))
 }
 
-/// Runs `f` on the calling thread's random generator, reseeding it first after a fork.
+/// Runs `f` on the calling thread's secure generator, reseeding it first after a fork.
 #[inline]
-fn with_rng<T>(f: impl FnOnce(&mut SmallRng) -> T) -> T {
-    RNG.with(|r| {
+fn with_secure<T>(f: impl FnOnce(&mut StdRng) -> T) -> T {
+    SECURE.with(|r| {
         let mut r = r.borrow_mut();
         let generation = crate::shm::fork_generation();
         if r.0 != generation {
@@ -42,15 +58,54 @@ fn with_rng<T>(f: impl FnOnce(&mut SmallRng) -> T) -> T {
     })
 }
 
-/// Random bits for an id, drawn from the calling thread's generator.
+/// Runs `f` on the calling thread's fast generator, reseeding it first after a fork.
 #[inline]
-pub(crate) fn random_u128() -> u128 {
-    with_rng(|r| ((r.next_u64() as u128) << 64) | r.next_u64() as u128)
+fn with_fast<T>(f: impl FnOnce(&mut SmallRng) -> T) -> T {
+    FAST.with(|r| {
+        let mut r = r.borrow_mut();
+        let generation = crate::shm::fork_generation();
+        if r.0 != generation {
+            *r = (generation, os_seeded());
+        }
+        f(&mut r.1)
+    })
+}
+
+/// 64 random bits from the calling thread's generator of `source`.
+#[inline]
+fn random_u64(source: RandomSource) -> u64 {
+    match source {
+        RandomSource::Secure => with_secure(|r| r.next_u64()),
+        RandomSource::Fast => with_fast(|r| r.next_u64()),
+    }
 }
 
 #[inline]
-fn random_u64() -> u64 {
-    with_rng(|r| r.next_u64())
+pub(crate) fn random_u128(source: RandomSource) -> u128 {
+    ((random_u64(source) as u128) << 64) | random_u64(source) as u128
+}
+
+/// A batch's own random generator, seeded once from the thread's.
+enum BatchRng {
+    Secure(StdRng),
+    Fast(SmallRng),
+}
+
+impl BatchRng {
+    fn new(source: RandomSource) -> BatchRng {
+        match source {
+            RandomSource::Secure => BatchRng::Secure(with_secure(|r| StdRng::from_rng(r))),
+            RandomSource::Fast => BatchRng::Fast(with_fast(|r| SmallRng::from_rng(r))),
+        }
+    }
+
+    #[inline]
+    fn next_u64(&mut self) -> u64 {
+        match self {
+            BatchRng::Secure(r) => r.next_u64(),
+            BatchRng::Fast(r) => r.next_u64(),
+        }
+    }
 }
 
 /// Generates ids of one scheme for one node. Share it between threads (`&Generator` or `Arc`):
@@ -72,6 +127,7 @@ pub struct Generator<C: Clock = WallClock, S: StampCell = ProcessStamp> {
     base: u128,
     encoder: Encoder,
     random: RandomBits,
+    source: RandomSource,
     counter_bits: u32,
     counter_mask: u64,
 }
@@ -259,8 +315,10 @@ impl<C: Clock> Generator<C, HostStamp> {
             &tb,
             scheme.state_node(node_value),
             state.durable,
+            &policy,
         );
-        let cell = HostStamp::open(state, &fp, &tb)?;
+        let fresh = fresh_stamp(&tb, clock.now_ns(), &policy);
+        let cell = HostStamp::open_fresh(state, &fp, &tb, fresh)?;
         let seq = Sequencer::with_cell(clock, cell, tb, policy)?;
         Self::build(scheme, node_value, seq)
     }
@@ -288,6 +346,8 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
 
     /// Builds without the public checks on the node (the uProtocol v8 singleton uses this).
     pub(crate) fn build(scheme: &Scheme, node: u64, seq: Sequencer<C, S>) -> Result<Self, Error> {
+        // Batches and random generators notice a fork through the fork generation.
+        crate::shm::watch_forks();
         let layout = scheme.layout();
         layout.check_epoch(seq.clock().now_ns())?;
         let base = layout.fixed_value | layout.node.deposit(node as u128);
@@ -309,8 +369,29 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
             scheme: scheme.clone(),
             base,
             random,
+            source: RandomSource::default(),
             layout,
         })
+    }
+
+    /// Where random bits come from: [`RandomSource::Secure`] (the default) or
+    /// [`RandomSource::Fast`]. Schemes without random bits ignore it.
+    ///
+    /// ```
+    /// use idforge::{Generator, RandomSource, Scheme};
+    /// let g = Generator::new(&Scheme::Uuid7, None)?.with_random(RandomSource::Fast);
+    /// assert_eq!(g.random_source(), RandomSource::Fast);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
+    #[must_use]
+    pub fn with_random(mut self, source: RandomSource) -> Self {
+        self.source = source;
+        self
+    }
+
+    /// Where random bits come from.
+    pub fn random_source(&self) -> RandomSource {
+        self.source
     }
 
     /// The next id (64-bit ids in the low bits).
@@ -345,17 +426,14 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
         let stamps = self.seq.reserve(n).map_err(|e| self.name_error(e))?;
         // A batch draws its random bits from its own generator, seeded once from the thread's:
         // no thread-local access per id.
-        let rng = match self.random {
-            RandomBits::None => None,
-            _ => Some(with_rng(SmallRng::from_rng)),
-        };
         Ok(Batch {
             gen: self,
             stamps,
-            rng,
+            rng: self.batch_rng(),
             buf: [0; BATCH_BUF],
             pos: 0,
             len: 0,
+            fork_generation: crate::shm::fork_generation(),
         })
     }
 
@@ -371,10 +449,7 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
     /// ```
     pub fn fill(&self, out: &mut [u128]) -> Result<(), Error> {
         let cap = 1usize << self.counter_bits.min(usize::BITS - 1);
-        let mut rng = match self.random {
-            RandomBits::None => None,
-            _ => Some(with_rng(SmallRng::from_rng)),
-        };
+        let mut rng = self.batch_rng();
         for chunk in out.chunks_mut(cap) {
             let range = self
                 .seq
@@ -385,8 +460,15 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
         Ok(())
     }
 
+    fn batch_rng(&self) -> Option<BatchRng> {
+        match self.random {
+            RandomBits::None => None,
+            _ => Some(BatchRng::new(self.source)),
+        }
+    }
+
     /// Encodes consecutive stamps from `first` into `out`; the encoder is chosen once per run.
-    fn encode_run(&self, first: u64, out: &mut [u128], rng: Option<&mut SmallRng>) {
+    fn encode_run(&self, first: u64, out: &mut [u128], rng: Option<&mut BatchRng>) {
         match self.encoder {
             Encoder::Adjacent { shift } => self.run_with(first, out, rng, |s| (s as u128) << shift),
             Encoder::Halves {
@@ -418,20 +500,15 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
         &self,
         first: u64,
         out: &mut [u128],
-        rng: Option<&mut SmallRng>,
+        rng: Option<&mut BatchRng>,
         tc: impl Fn(u64) -> u128,
     ) {
         let mut stamp = first;
         match (self.random, rng) {
-            (RandomBits::Low64 { rshift }, Some(rng)) => {
-                // A local copy keeps the generator's state in registers through the loop.
-                let mut local = rng.clone();
-                for slot in out {
-                    *slot = self.base | tc(stamp) | (local.next_u64() >> rshift) as u128;
-                    stamp += 1;
-                }
-                *rng = local;
-            }
+            (RandomBits::Low64 { rshift }, Some(rng)) => match rng {
+                BatchRng::Secure(r) => self.low64_run(first, out, r, rshift, tc),
+                BatchRng::Fast(r) => self.low64_run(first, out, r, rshift, tc),
+            },
             (RandomBits::General, Some(rng)) => {
                 for slot in out {
                     *slot = self.base | tc(stamp) | self.batch_random(rng);
@@ -447,14 +524,30 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
         }
     }
 
+    #[inline(always)]
+    fn low64_run<R: Rng>(
+        &self,
+        first: u64,
+        out: &mut [u128],
+        rng: &mut R,
+        rshift: u32,
+        tc: impl Fn(u64) -> u128,
+    ) {
+        let mut stamp = first;
+        for slot in out {
+            *slot = self.base | tc(stamp) | (rng.next_u64() >> rshift) as u128;
+            stamp += 1;
+        }
+    }
+
     /// Encodes a stamp issued by this generator's sequencer into an id, drawing random bits
     /// from the calling thread's generator.
     #[inline]
     pub fn encode(&self, stamp: u64) -> u128 {
         let random = match self.random {
             RandomBits::None => 0,
-            RandomBits::Low64 { rshift } => (random_u64() >> rshift) as u128,
-            RandomBits::General => self.general_random(random_u128()),
+            RandomBits::Low64 { rshift } => (random_u64(self.source) >> rshift) as u128,
+            RandomBits::General => self.general_random(random_u128(self.source)),
         };
         self.encode_with(stamp, random)
     }
@@ -513,7 +606,7 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
 
     /// Random bits for one id from a batch's own generator.
     #[inline]
-    fn batch_random(&self, rng: &mut SmallRng) -> u128 {
+    fn batch_random(&self, rng: &mut BatchRng) -> u128 {
         match self.random {
             RandomBits::None => 0,
             RandomBits::Low64 { rshift } => (rng.next_u64() >> rshift) as u128,
@@ -556,19 +649,44 @@ pub struct Batch<'a, C: Clock, S: StampCell> {
     gen: &'a Generator<C, S>,
     /// Stamps not yet encoded.
     stamps: StampRange,
-    rng: Option<SmallRng>,
+    rng: Option<BatchRng>,
     /// Ids encoded ahead, `buf[pos..len]`, so encoding runs in tight loops of up to 64.
     buf: [u128; BATCH_BUF],
     pos: usize,
     len: usize,
+    /// The fork generation the stamps were reserved in.
+    fork_generation: u64,
 }
 
 const BATCH_BUF: usize = 64;
+
+impl<C: Clock, S: StampCell> Batch<'_, C, S> {
+    /// After a `fork()`, parent and child each hold a copy of this batch: the child must not issue
+    /// the parent's stamps (nor the ids already encoded from them). It drops them and reserves as
+    /// many fresh stamps from the (fork-shared) sequencer, with new random bits; if that fails the
+    /// batch ends early.
+    #[cold]
+    fn renew_after_fork(&mut self, generation: u64) {
+        self.fork_generation = generation;
+        let remaining = self.stamps.len + (self.len - self.pos) as u64;
+        self.pos = 0;
+        self.len = 0;
+        self.rng = self.gen.batch_rng();
+        self.stamps = match self.gen.seq.reserve(remaining) {
+            Ok(r) => r,
+            Err(_) => StampRange { start: 0, len: 0 },
+        };
+    }
+}
 
 impl<C: Clock, S: StampCell> Iterator for Batch<'_, C, S> {
     type Item = u128;
     #[inline]
     fn next(&mut self) -> Option<u128> {
+        let generation = crate::shm::fork_generation();
+        if generation != self.fork_generation {
+            self.renew_after_fork(generation);
+        }
         if self.pos == self.len {
             let k = (self.stamps.len as usize).min(BATCH_BUF);
             if k == 0 {
@@ -606,7 +724,7 @@ mod tests {
             .cloned()
             .collect();
         for spec in [
-            "counter:12,time:41,node:10",
+            "counter:12,time:41,node:10,order=none",
             "time:30,node:3,counter:20",
             "node:20,time:90,counter:17",
         ] {
@@ -646,7 +764,7 @@ mod tests {
     #[test]
     #[allow(unsafe_code)]
     fn a_forked_child_draws_other_random_bits_than_its_parent() {
-        let _ = random_u64(); // the parent's generator exists before the fork
+        let _ = random_u64(RandomSource::Secure); // the parent's generator exists before the fork
         let mut fds = [0i32; 2];
         // SAFETY: pipe(2) into a two-element array.
         assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
@@ -654,14 +772,14 @@ mod tests {
         let pid = unsafe { libc::fork() };
         assert!(pid >= 0);
         if pid == 0 {
-            let v = random_u64().to_ne_bytes();
+            let v = random_u64(RandomSource::Secure).to_ne_bytes();
             // SAFETY: writing 8 initialised bytes to our pipe, then leaving at once.
             unsafe {
                 libc::write(fds[1], v.as_ptr().cast(), 8);
                 libc::_exit(0);
             }
         }
-        let parent = random_u64();
+        let parent = random_u64(RandomSource::Secure);
         let mut buf = [0u8; 8];
         // SAFETY: reading 8 bytes into a local buffer; waiting for our own child.
         unsafe {

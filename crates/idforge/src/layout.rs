@@ -354,16 +354,52 @@ impl Layout {
         out.join(" | ")
     }
 
+    /// Whether ids of this layout increase with their stamp (time, then counter), so that a
+    /// generator's ids are strictly increasing as numbers: every time bit is above every counter
+    /// bit, and random bits are below both.
+    ///
+    /// ```
+    /// use idforge::Layout;
+    /// assert!(Layout::parse_spec("time:41,node:10,counter:12").unwrap().is_time_ordered());
+    /// assert!(!Layout::parse_spec("counter:1,time:63,order=none").unwrap().is_time_ordered());
+    /// ```
+    pub fn is_time_ordered(&self) -> bool {
+        let lowest = |f: &Field| {
+            if f.lo.width > 0 {
+                f.lo.shift
+            } else {
+                f.hi.shift
+            }
+        };
+        let highest = |f: &Field| f.hi.shift + f.hi.width - 1;
+        let (t, c, r) = (&self.time, &self.counter, &self.random);
+        let below_time_counter = if c.width() > 0 {
+            lowest(t) > highest(c)
+        } else {
+            true
+        };
+        let floor = if c.width() > 0 { lowest(c) } else { lowest(t) };
+        below_time_counter && (r.width() == 0 || highest(r) < floor)
+    }
+
     /// Parses a layout spec: fields from the most significant bit down as `name:width`
     /// (`node`, `time`, `counter`), then options `tick=` (`ns`, `us`, `ms`, `s` with a number,
-    /// e.g. `10ms`) and `epoch=` (RFC 3339). The fields are packed at the low end of a 64-bit id
-    /// (128-bit if they need more than 64 bits), unused high bits zero.
+    /// e.g. `10ms`), `epoch=` (RFC 3339) and `order=none`. The fields are packed at the low end of
+    /// a 64-bit id (128-bit if they need more than 64 bits), unused high bits zero.
+    ///
+    /// A counter above the time field makes ids unique but not ordered by time (nor increasing):
+    /// such a spec is refused unless it says `order=none`.
     ///
     /// ```
     /// let l = idforge::Layout::parse_spec("node:10,time:47,counter:7").unwrap();
     /// assert_eq!(l.diagram(), "node(10) | time(47) | counter(7)");
     /// assert!(idforge::Layout::parse_spec("node:10,counter:7").is_err()); // no time field
+    /// assert!(idforge::Layout::parse_spec("counter:1,time:63").is_err()); // not ordered
+    /// assert!(idforge::Layout::parse_spec("counter:1,time:63,order=none").is_ok());
     /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidLayoutSpec`] saying what is wrong with the spec.
     pub fn parse_spec(spec: &str) -> Result<Layout, Error> {
         let err = |reason: String| Error::InvalidLayoutSpec {
             spec: crate::error::clip(spec),
@@ -372,6 +408,7 @@ impl Layout {
         let mut fields: Vec<(&str, u32)> = Vec::new();
         let mut tick_ns = 1_000_000u64;
         let mut epoch_ns = 0u64;
+        let mut unordered = false;
         for item in spec.split(',').map(str::trim) {
             if item.is_empty() {
                 return Err(err("an empty item (two commas in a row?)".into()));
@@ -382,9 +419,18 @@ impl Layout {
                     "epoch" => {
                         epoch_ns = parse_rfc3339(v.trim()).map_err(|e| err(e.to_string()))?
                     }
+                    "order" => match v.trim() {
+                        "none" => unordered = true,
+                        "time" => unordered = false,
+                        o => {
+                            return Err(err(format!(
+                                "order={o:?}: use order=none to accept ids that are not ordered by time"
+                            )))
+                        }
+                    },
                     other => {
                         return Err(err(format!(
-                            "unknown option {other:?}; the options are tick= and epoch="
+                            "unknown option {other:?}; the options are tick=, epoch= and order=none"
                         )))
                     }
                 }
@@ -439,7 +485,13 @@ impl Layout {
                 _ => b.counter(Field::at(shift, *w)),
             };
         }
-        b.build().map_err(|e| err(e.to_string()))
+        let layout = b.build().map_err(|e| err(e.to_string()))?;
+        if !unordered && !layout.is_time_ordered() {
+            return Err(err(
+                "the counter is above the time field, so ids are unique but neither ordered by time nor increasing; put time before counter, or add order=none to accept unordered ids".into(),
+            ));
+        }
+        Ok(layout)
     }
 
     /// The spec text that [`Layout::parse_spec`] turns back into this layout (custom layouts).
@@ -462,6 +514,9 @@ impl Layout {
             "epoch={}",
             format_unix_ns(self.epoch_ns as i128, 9)
         ));
+        if !self.is_time_ordered() {
+            s.push("order=none".into());
+        }
         s.join(",")
     }
 }

@@ -39,7 +39,7 @@ pub mod time;
 
 pub use clock::{Clock, ManualClock, WallClock};
 pub use error::Error;
-pub use generator::{Batch, Generator};
+pub use generator::{Batch, Generator, RandomSource};
 pub use inspect::{inspect, Decoded};
 pub use layout::{Field, Layout, LayoutBuilder, Parts, Segment};
 pub use schemes::uuid7::uuid7;
@@ -47,7 +47,10 @@ pub use schemes::Scheme;
 pub use sequencer::{
     OnClockBehind, OnExhausted, Policy, Sequencer, StampCell, StampRange, Timebase,
 };
-pub use shm::{default_state_path, HostStamp, ProcessStamp, StateFileError, StateOptions};
+pub use shm::{
+    default_state_dir, default_state_path, HostStamp, ProcessStamp, SharedWords, StateFileError,
+    StateOptions,
+};
 
 /// The README's examples, compiled and run as doc-tests.
 #[cfg(doctest)]

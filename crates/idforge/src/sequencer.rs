@@ -114,6 +114,15 @@ pub trait StampCell: Send + Sync {
         let _ = needed;
         Ok(u64::MAX)
     }
+
+    /// Called after `stamp` was installed (by a clock reading of `now_ns`) and before it is
+    /// returned: a cell whose store can be lost (a state file truncated, deleted or replaced)
+    /// refuses it here. The default accepts, and compiles away.
+    #[inline]
+    fn check_issued(&self, now_ns: u64, stamp: u64) -> Result<(), Error> {
+        let _ = (now_ns, stamp);
+        Ok(())
+    }
 }
 
 // Memory ordering: Relaxed is enough. The stamp is the only shared datum; no other memory is
@@ -148,6 +157,10 @@ impl<S: StampCell + ?Sized> StampCell for &S {
     fn raise_ceiling(&self, needed: u64) -> Result<u64, Error> {
         (**self).raise_ceiling(needed)
     }
+    #[inline]
+    fn check_issued(&self, now_ns: u64, stamp: u64) -> Result<(), Error> {
+        (**self).check_issued(now_ns, stamp)
+    }
 }
 
 impl<S: StampCell + ?Sized> StampCell for std::sync::Arc<S> {
@@ -165,6 +178,10 @@ impl<S: StampCell + ?Sized> StampCell for std::sync::Arc<S> {
     }
     fn raise_ceiling(&self, needed: u64) -> Result<u64, Error> {
         (**self).raise_ceiling(needed)
+    }
+    #[inline]
+    fn check_issued(&self, now_ns: u64, stamp: u64) -> Result<(), Error> {
+        (**self).check_issued(now_ns, stamp)
     }
 }
 
@@ -415,7 +432,10 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
                         continue;
                     }
                     match self.cell.compare_exchange_weak(last, end) {
-                        Ok(_) => return Ok(start),
+                        Ok(_) => {
+                            self.cell.check_issued(now, end)?;
+                            return Ok(start);
+                        }
                         Err(actual) => last = actual,
                     }
                 }

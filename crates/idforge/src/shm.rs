@@ -1,14 +1,17 @@
 //! Shared-memory stamps: the sequencer's `u64` in memory that several processes map.
 //!
-//! * [`ProcessStamp`]: one page of `MAP_SHARED | MAP_ANONYMOUS` memory. It behaves like an
-//!   in-process atomic, but a `fork()`ed child shares the page with its parent instead of getting
-//!   a copy, so ids of parent and child never collide. Every in-process generator uses it.
+//! * [`SharedWords`]: one page of `MAP_SHARED | MAP_ANONYMOUS` memory holding atomic words. It
+//!   behaves like in-process atomics, but a `fork()`ed child shares the page with its parent
+//!   instead of getting a copy, so a counter or stamp in it is never issued twice by parent and
+//!   child. [`ProcessStamp`] (every in-process generator's stamp) and the locality generator's
+//!   counter live in such a page.
 //! * [`HostStamp`]: the stamp in a memory-mapped *state file* that every process of the host maps
 //!   (Chronicle's `MappedUniqueTimeProvider`, seed `001`): ids are unique and ordered across all
 //!   processes sharing the file, and across restarts while the file is kept.
 //!
 //! This module holds all of idforge's `unsafe` code: turning a pointer into a mapping into an
-//! `&AtomicU64`, and the raw `mmap`/`munmap` of the anonymous page.
+//! `&AtomicU64`, the raw `mmap`/`munmap` of the anonymous page, and the `SIGBUS` guard of state
+//! file mappings.
 //!
 //! # The state file
 //!
@@ -20,15 +23,40 @@
 //! | 8 | 4 | format version (1) |
 //! | 12 | 4 | page size of the file (4096) |
 //! | 16 | 8 | FNV-1a checksum of bytes 0..16 and of the fingerprint |
+//! | 24 | 8 | wall-clock ns before which no process issues from a newly created file |
 //! | 32 | 8 | the stamp (atomic) |
 //! | 40 | 8 | durable mode: the ceiling being persisted (atomic) |
 //! | 48 | 8 | durable mode: the ceiling known to be on disk (atomic) |
 //! | 56 | 8 | durable mode: hash of the boot id of the machine boot that last opened the file (atomic) |
-//! | 64 | 256 | fingerprint: what the stamp means (`scheme=… layout=… tick=… epoch=… node=… durable=…`), NUL-padded |
+//! | 64 | 256 | fingerprint: what the stamp means (`scheme=… layout=… tick=… epoch=… node=… durable=… policy=…`), NUL-padded |
 //!
 //! The file is created atomically: the header is written and synced to a temporary file in the
 //! same directory, which is then hard-linked to the final name (`link` fails if the name exists,
 //! so a racing process either wins or opens the winner's complete file). Mode `0600` by default.
+//!
+//! # Who may control the file
+//!
+//! A process that can write the state file or rename entries in its directory can make another
+//! process issue duplicates (by rewinding the stamp, or by swapping the file). So, unless the user
+//! asked for a shared mode explicitly ([`StateOptions::shared_mode`]), a state file is refused if
+//! it is not owned by the current user or is writable by group or others, and its directory is
+//! refused if it is owned by another user (root excepted) or writable by group or others without
+//! the sticky bit. Symbolic links are not followed for the file itself.
+//!
+//! # A file truncated, deleted or replaced while in use
+//!
+//! * **Truncated**: touching a mapped page past the end of its file raises `SIGBUS`. A process
+//!   that maps a state file installs a `SIGBUS` handler (once) that, for a fault inside a state
+//!   file mapping, puts a private zero page in its place and marks the mapping lost; every id from
+//!   a lost mapping is refused with [`StateFileError::Lost`]. Faults elsewhere go to the handler
+//!   that was installed before (or the default action) as if idforge were not there.
+//! * **Deleted or replaced**: a process checks that the path still names the file it mapped (same
+//!   device and inode, at least one page long) after every [`CHECK_INTERVAL`] of wall-clock time
+//!   or of stamp time, whichever comes first (one `stat` per interval, not per id), and refuses
+//!   every id after the check fails. A newly created file starts its stamp
+//!   [`FRESH_MARGIN`] (plus the policy's lead under `RunAhead`) ahead of the clock and no process
+//!   issues from it before that margin has passed, so ids from a new file at the same path start
+//!   above every id the processes on the old file could still issue before they noticed.
 //!
 //! # Durable mode
 //!
@@ -39,31 +67,55 @@
 //! and synced first. When a process opens the file in a new boot of the machine (the boot id in
 //! the header differs from `/proc/sys/kernel/random/boot_id`), the stamp may have been lost with
 //! the page cache, so it is raised to the persisted ceiling: the first id after a power loss is
-//! above every id ever issued. Within one boot the page cache holds the stamp and it is kept. Cost: one `msync` of one page per second of id time
-//! (a latency spike of typically 0.1–10 ms on the call that raises it; nothing on the others).
+//! above every id ever issued. Within one boot the page cache holds the stamp and it is kept.
+//! Where the boot cannot be identified (no readable boot id: other systems, hardened containers),
+//! every open assumes a crash happened and raises the stamp to the persisted ceiling: restarts
+//! then start up to one second of stamps ahead of the clock. Cost: one `msync` of one page per
+//! second of id time (a latency spike of typically 0.1–10 ms on the call that raises it; nothing on
+//! the others). The raise takes no lock, so a `fork()` while another thread raises cannot
+//! deadlock the child.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
 
 use memmap2::MmapMut;
 
+use crate::clock::Clock;
 use crate::error::Error;
-use crate::sequencer::{StampCell, Timebase};
+use crate::sequencer::{OnExhausted, Policy, StampCell, Timebase};
 
 const PAGE: usize = 4096;
 const MAGIC: [u8; 8] = *b"IDFORGE\x01";
 const VERSION: u32 = 1;
 const OFF_CHECKSUM: usize = 16;
+const OFF_NOT_BEFORE: usize = 24;
 const OFF_STAMP: usize = 32;
 const OFF_PENDING: usize = 40;
 const OFF_DURABLE: usize = 48;
 const OFF_BOOT: usize = 56;
 const OFF_FINGERPRINT: usize = 64;
 const FINGERPRINT_LEN: usize = 256;
+
+/// How often (in wall-clock time, and in stamp time) a process checks that its state file's path
+/// still names the file it mapped.
+pub const CHECK_INTERVAL: Duration = Duration::from_millis(1);
+
+/// How far ahead of the clock a newly created state file starts (plus the policy's lead under
+/// `RunAhead`), and how long after its creation no process issues from it: more than
+/// [`CHECK_INTERVAL`], so processes still using a deleted file at the same path stop before
+/// their stamps could reach the new file's.
+pub const FRESH_MARGIN: Duration = Duration::from_millis(2);
+
+/// The lead a fresh state file allows for under `RunAhead`, at most (the unbounded policy of a
+/// fixed clock is counted as this).
+const MAX_FRESH_LEAD: Duration = Duration::from_secs(1);
+
+/// Where the boot id is read (Linux).
+pub const BOOT_ID_PATH: &str = "/proc/sys/kernel/random/boot_id";
 
 /// What can go wrong with a state file. Each message names the file and says what to do.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -80,7 +132,7 @@ pub enum StateFileError {
         reason: String,
     },
     /// The file is shorter than one header page.
-    #[error("state file {path} is truncated ({len} bytes, a state file has {expected}); it was not written by idforge or was cut short. Move it away (idforge recreates it) or point --state elsewhere")]
+    #[error("state file {path} is truncated ({len} bytes, a state file has {expected}); it was not written by idforge or was cut short. Stop every process still using it, then move it away (idforge recreates it) or point --state elsewhere")]
     Truncated {
         /// The file.
         path: String,
@@ -96,7 +148,7 @@ pub enum StateFileError {
         path: String,
     },
     /// The file has another format version.
-    #[error("state file {path} has format version {found}, this idforge reads version {expected}; use the idforge that wrote it, or move the file away")]
+    #[error("state file {path} has format version {found}, this idforge reads version {expected}; use the idforge that wrote it, or stop every process using it and move the file away")]
     Version {
         /// The file.
         path: String,
@@ -106,7 +158,7 @@ pub enum StateFileError {
         expected: u32,
     },
     /// The header's checksum does not match: it was damaged.
-    #[error("state file {path} has a corrupt header (checksum mismatch); its stamp cannot be trusted. Move it away and restart only when the wall clock is past every id it issued")]
+    #[error("state file {path} has a corrupt header (checksum mismatch); its stamp cannot be trusted. Stop every process still using it, move it away, and restart only when the wall clock is past every id it issued")]
     Corrupt {
         /// The file.
         path: String,
@@ -120,6 +172,42 @@ pub enum StateFileError {
         expected: String,
         /// What the file holds.
         found: String,
+    },
+    /// The file is shared by processes with another exhaustion or clock policy.
+    #[error("state file {path} is used with policy `{found}`, but this process asks for `{expected}`; every process sharing a state file must use the same policy (--run-ahead, --max-lead, --on-clock-behind), or its own --state file")]
+    PolicyMismatch {
+        /// The file.
+        path: String,
+        /// This process's policy.
+        expected: String,
+        /// The file's policy.
+        found: String,
+    },
+    /// The file or its directory can be changed by someone else.
+    #[error("state {what} {path} is {problem}; another user could rewind or replace the stamp and make this process issue duplicate ids. {fix}")]
+    Untrusted {
+        /// `file` or `directory`.
+        what: &'static str,
+        /// The path.
+        path: String,
+        /// What is wrong (owner, mode).
+        problem: String,
+        /// What to do.
+        fix: String,
+    },
+    /// No default location for state files can be found.
+    #[error("no default directory for state files: {reason}. Pass --state PATH, or set IDFORGE_STATE (a file) or IDFORGE_STATE_DIR (a directory)")]
+    NoDefaultDir {
+        /// Why.
+        reason: String,
+    },
+    /// The file this process mapped was truncated, deleted or replaced while in use.
+    #[error("state file {path} {what} while this process was using it; it stopped issuing ids from it (ids from it could now repeat). Stop every process that used the old file, then restart them")]
+    Lost {
+        /// The file.
+        path: String,
+        /// `was truncated`, `was deleted or replaced`, ...
+        what: String,
     },
 }
 
@@ -150,24 +238,24 @@ pub(crate) fn watch_forks() {
     });
 }
 
-/// How many forks led to this process (0 in the original process): per-thread state copied by
-/// `fork()` (random generators) compares it to know it must be renewed.
+/// How many forks led to this process (0 in the original process): per-process state copied by
+/// `fork()` (random generators, reserved batches) compares it to know it must be renewed.
+/// [`watch_forks`] must have been called before the fork for the count to move.
 #[inline]
 pub(crate) fn fork_generation() -> u64 {
     FORK_GENERATION.load(Ordering::Relaxed)
 }
 
-/// A hash of this boot of the machine (Linux: `/proc/sys/kernel/random/boot_id`; elsewhere a
-/// constant, so durable mode always recovers to the mark on open).
-fn boot_id_hash() -> u64 {
-    match fs::read_to_string("/proc/sys/kernel/random/boot_id") {
-        Ok(id) => fnv1a(&[id.trim().as_bytes()]) | 1,
-        Err(_) => 1,
-    }
+/// A hash of this boot of the machine, from the boot id at `path`; `None` when it cannot be read
+/// (then the boot cannot be identified).
+fn boot_id_hash(path: &Path) -> Option<u64> {
+    let id = fs::read_to_string(path).ok()?;
+    let id = id.trim();
+    (!id.is_empty()).then(|| fnv1a(&[id.as_bytes()]) | 1)
 }
 
 /// FNV-1a, 64-bit: a stable checksum (std's hashers may change between Rust releases).
-fn fnv1a(parts: &[&[u8]]) -> u64 {
+pub(crate) fn fnv1a(parts: &[&[u8]]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for p in parts {
         for &b in *p {
@@ -178,21 +266,62 @@ fn fnv1a(parts: &[&[u8]]) -> u64 {
     h
 }
 
-/// The fingerprint of a generator: what a state file's stamp means.
+/// How a policy is written in a fingerprint: every process sharing a file must agree on it.
+pub fn policy_text(policy: &Policy) -> String {
+    let lead = if policy.max_lead == Duration::MAX {
+        "unbounded".to_string()
+    } else {
+        format!("{}ns", policy.max_lead.as_nanos())
+    };
+    format!(
+        "{}/{lead}/{}",
+        match policy.on_exhausted {
+            OnExhausted::Wait => "wait",
+            OnExhausted::RunAhead => "run-ahead",
+        },
+        match policy.on_clock_behind {
+            crate::sequencer::OnClockBehind::Wait => "wait",
+            crate::sequencer::OnClockBehind::Fail => "fail",
+        }
+    )
+}
+
+/// The fingerprint of a generator: what a state file's stamp means, and the policy every process
+/// issuing from it follows.
 pub fn fingerprint(
     scheme: &str,
     layout_spec: &str,
     tb: &Timebase,
     node: u64,
     durable: bool,
+    policy: &Policy,
 ) -> String {
     format!(
-        "scheme={scheme} layout={layout_spec} tick={}ns epoch={}ns counter={} node={node} durable={}",
+        "scheme={scheme} layout={layout_spec} tick={}ns epoch={}ns counter={} node={node} durable={} policy={}",
         tb.tick_ns,
         tb.epoch_ns,
         tb.counter_bits,
-        if durable { "yes" } else { "no" }
+        if durable { "yes" } else { "no" },
+        policy_text(policy),
     )
+}
+
+/// The stamp a newly created state file starts at, for a generator whose clock reads `now_ns`:
+/// [`FRESH_MARGIN`] ahead of it, plus the policy's lead under `RunAhead` (at most one second),
+/// less one so that the first id takes counter 0 of that tick.
+pub fn fresh_stamp(tb: &Timebase, now_ns: u64, policy: &Policy) -> u64 {
+    let lead = match policy.on_exhausted {
+        OnExhausted::RunAhead => policy.max_lead.min(MAX_FRESH_LEAD),
+        OnExhausted::Wait => Duration::ZERO,
+    };
+    let at = u128::from(now_ns) + (FRESH_MARGIN + lead).as_nanos();
+    let tick = at.saturating_sub(u128::from(tb.epoch_ns)) / u128::from(tb.tick_ns);
+    let stamp = tick << tb.counter_bits;
+    if stamp > u128::from(tb.max_stamp()) {
+        0
+    } else {
+        (stamp as u64).saturating_sub(1)
+    }
 }
 
 /// How to open a [`HostStamp`].
@@ -202,8 +331,15 @@ pub struct StateOptions {
     pub path: PathBuf,
     /// Permission bits of a newly created file (default `0o600`).
     pub mode: u32,
+    /// The mode was asked for explicitly to share the file with a group or others: a file and
+    /// directory writable as far as `mode` allows, by any owner, are then accepted (see
+    /// [`StateOptions::shared_mode`]).
+    pub shared: bool,
     /// Durable mode: persist a ceiling before issuing past it.
     pub durable: bool,
+    /// Where the boot id is read (default [`BOOT_ID_PATH`]); an unreadable one means the boot
+    /// cannot be identified, and durable mode then recovers to the persisted mark on every open.
+    pub boot_id_path: PathBuf,
 }
 
 impl StateOptions {
@@ -212,36 +348,91 @@ impl StateOptions {
         StateOptions {
             path: path.into(),
             mode: 0o600,
+            shared: false,
             durable: false,
+            boot_id_path: PathBuf::from(BOOT_ID_PATH),
         }
+    }
+
+    /// Share the file explicitly: new files get `mode` (for instance `0o660` for a group), and an
+    /// existing file or directory writable by group or others, or owned by another user, is
+    /// accepted as far as `mode` grants that access. Everyone who can write the file can make
+    /// every process using it issue duplicates: share only with whom you trust.
+    pub fn shared_mode(mut self, mode: u32) -> Self {
+        self.mode = mode & 0o7777;
+        self.shared = true;
+        self
     }
 }
 
-/// The default directory for state files: `$IDFORGE_STATE_DIR`, else `$XDG_STATE_HOME/idforge`,
-/// else `$HOME/.local/state/idforge`, else `/tmp/idforge-$USER`. It survives process restarts
-/// (and, except for the last, reboots).
-pub fn default_state_dir() -> PathBuf {
-    let env = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
+/// The home directory of the effective user from the password database (not `$HOME`, which
+/// differs between shells, `sudo` and services).
+fn passwd_home() -> Option<PathBuf> {
+    use std::ffi::CStr;
+    use std::os::unix::ffi::OsStrExt;
+    let mut buf = vec![0u8; 16 * 1024];
+    // SAFETY: `passwd` is plain old data, zero is a valid bit pattern for it.
+    let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut result: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: getpwuid_r writes into `pw` and `buf` (whose length we pass) and sets `result` to
+    // `&pw` on success; the strings it returns point into `buf`, read before `buf` is dropped.
+    let rc = unsafe {
+        libc::getpwuid_r(
+            libc::geteuid(),
+            &mut pw,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            &mut result,
+        )
     };
-    if let Some(d) = env("IDFORGE_STATE_DIR") {
-        return d;
+    if rc != 0 || result.is_null() || pw.pw_dir.is_null() {
+        return None;
     }
-    if let Some(d) = env("XDG_STATE_HOME") {
-        return d.join("idforge");
+    // SAFETY: pw_dir is a NUL-terminated string inside `buf`, which is alive here.
+    let dir = unsafe { CStr::from_ptr(pw.pw_dir) };
+    let dir = std::ffi::OsStr::from_bytes(dir.to_bytes());
+    (!dir.is_empty() && dir != "/").then(|| PathBuf::from(dir))
+}
+
+/// The default directory for state files: `$IDFORGE_STATE_DIR` if set, else
+/// `<home>/.local/state/idforge` with the home directory of the effective user from the password
+/// database (`$HOME` only if the user has no entry there).
+///
+/// The per-shell variables `XDG_STATE_HOME` and `HOME` are deliberately not followed: two shells of
+/// one user with different values would otherwise use two state files for one scheme and node,
+/// and their ids would collide. There is no fallback to a shared temporary directory (another
+/// user could create it first): without a home directory this is
+/// [`StateFileError::NoDefaultDir`].
+///
+/// # Errors
+/// [`StateFileError::NoDefaultDir`] when neither the variable nor a home directory is available.
+pub fn default_state_dir() -> Result<PathBuf, Error> {
+    if let Some(d) = std::env::var_os("IDFORGE_STATE_DIR").filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(d));
     }
-    if let Some(h) = env("HOME") {
-        return h.join(".local/state/idforge");
+    let home = passwd_home().or_else(|| {
+        std::env::var_os("HOME")
+            .filter(|v| !v.is_empty() && v != "/")
+            .map(PathBuf::from)
+    });
+    match home {
+        Some(h) => Ok(h.join(".local/state/idforge")),
+        None => Err(Error::StateFile(StateFileError::NoDefaultDir {
+            reason: "the current user has no home directory".into(),
+        })),
     }
-    let user = std::env::var("USER").unwrap_or_else(|_| "unknown".into());
-    PathBuf::from(format!("/tmp/idforge-{user}"))
 }
 
 /// The default state file of a scheme and node: `<default_state_dir>/<scheme>[-node<N>].state`
 /// (custom layouts add a hash of their spec, so two layouts never share a file).
-pub fn default_state_path(scheme: &str, layout_spec: &str, node: Option<u64>) -> PathBuf {
+///
+/// # Errors
+/// As [`default_state_dir`].
+pub fn default_state_path(
+    scheme: &str,
+    layout_spec: &str,
+    node: Option<u64>,
+) -> Result<PathBuf, Error> {
     let mut name = scheme.to_string();
     if scheme == "custom" {
         name.push_str(&format!("-{:016x}", fnv1a(&[layout_spec.as_bytes()])));
@@ -250,7 +441,154 @@ pub fn default_state_path(scheme: &str, layout_spec: &str, node: Option<u64>) ->
         name.push_str(&format!("-node{n}"));
     }
     name.push_str(".state");
-    default_state_dir().join(name)
+    Ok(default_state_dir()?.join(name))
+}
+
+/// Whether a process with this id exists (it may belong to another user).
+pub(crate) fn process_alive(pid: u64) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: kill with signal 0 sends nothing; it only checks that the process exists.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Refuses a state file or directory that someone else could change (see the module docs).
+fn check_trusted(
+    what: &'static str,
+    path: &Path,
+    meta: &fs::Metadata,
+    opts: &StateOptions,
+) -> Result<(), Error> {
+    let me = euid();
+    let mode = meta.mode() & 0o7777;
+    let untrusted = |problem: String, fix: String| {
+        Err(Error::StateFile(StateFileError::Untrusted {
+            what,
+            path: path.display().to_string(),
+            problem,
+            fix,
+        }))
+    };
+    let is_dir = what == "directory";
+    // Write access granted to group and others beyond what an explicit shared mode allows.
+    let allowed = if opts.shared { opts.mode & 0o022 } else { 0 };
+    let mut extra_write = mode & 0o022 & !allowed;
+    if is_dir && mode & 0o1000 != 0 {
+        // Sticky: others may add names but not rename or delete ours; the file check decides.
+        extra_write = 0;
+    }
+    let owner_ok = meta.uid() == me || (is_dir && meta.uid() == 0) || opts.shared;
+    if !owner_ok {
+        return untrusted(
+            format!(
+                "owned by user id {} (this process runs as {me})",
+                meta.uid()
+            ),
+            if is_dir {
+                "Use a directory of your own: pass --state PATH or set IDFORGE_STATE_DIR".into()
+            } else {
+                format!(
+                    "Use your own file (--state PATH), or, to share it on purpose, pass --state-mode with the mode it has ({mode:o})"
+                )
+            },
+        );
+    }
+    if extra_write != 0 {
+        return untrusted(
+            format!(
+                "writable by {} (mode {mode:o})",
+                match (extra_write & 0o020 != 0, extra_write & 0o002 != 0) {
+                    (true, true) => "its group and others",
+                    (true, false) => "its group",
+                    _ => "others",
+                }
+            ),
+            format!(
+                "Run `chmod go-w {}`, or, to share it on purpose, pass --state-mode with a mode that allows it (e.g. 660)",
+                path.display()
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// One page of shared anonymous memory holding atomic `u64` words: like in-process atomics, but
+/// a `fork()`ed child shares the page with its parent instead of getting a copy.
+///
+/// ```
+/// use idforge::shm::SharedWords;
+/// let w = SharedWords::new()?;
+/// w.word(0).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+/// assert_eq!(w.word(0).load(std::sync::atomic::Ordering::Relaxed), 1);
+/// # Ok::<(), idforge::Error>(())
+/// ```
+pub struct SharedWords {
+    page: *mut libc::c_void,
+}
+
+// SAFETY: the page is only accessed through atomics; the raw pointer is only unmapped in Drop,
+// which has exclusive access.
+unsafe impl Send for SharedWords {}
+// SAFETY: as above: shared access is atomic only.
+unsafe impl Sync for SharedWords {}
+
+impl SharedWords {
+    /// How many words the page holds.
+    pub const LEN: usize = PAGE / 8;
+
+    /// A new page of words, all zero.
+    ///
+    /// # Errors
+    /// [`StateFileError::Io`] if the page cannot be mapped.
+    pub fn new() -> Result<SharedWords, Error> {
+        // SAFETY: an anonymous shared mapping of one page with no address hint has no
+        // preconditions; the result is checked against MAP_FAILED before use.
+        let page = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                PAGE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if page == libc::MAP_FAILED {
+            return Err(Error::StateFile(StateFileError::Io {
+                path: "(shared anonymous page)".into(),
+                action: "map",
+                reason: std::io::Error::last_os_error().to_string(),
+            }));
+        }
+        Ok(SharedWords { page })
+    }
+
+    /// Word `i` (`i < LEN`; panics otherwise).
+    #[inline]
+    pub fn word(&self, i: usize) -> &AtomicU64 {
+        assert!(i < Self::LEN, "SharedWords has {} words", Self::LEN);
+        // SAFETY: the page is page-aligned and PAGE bytes long, so word i is 8-byte aligned and
+        // inside it; it lives until Drop, which cannot run while `&self` is borrowed; it is only
+        // accessed through atomics. AtomicU64 has the size and alignment of u64.
+        unsafe { &*(self.page as *const AtomicU64).add(i) }
+    }
+}
+
+impl Drop for SharedWords {
+    fn drop(&mut self) {
+        // SAFETY: `page` came from a successful mmap of PAGE bytes and is unmapped exactly once;
+        // no reference into it survives `self`.
+        unsafe {
+            libc::munmap(self.page, PAGE);
+        }
+    }
 }
 
 /// A `u64` inside a shared mapping.
@@ -282,6 +620,113 @@ unsafe impl Send for Slot {}
 // SAFETY: as above.
 unsafe impl Sync for Slot {}
 
+/// The `SIGBUS` guard of state file mappings (see the module docs).
+mod guard {
+    use super::*;
+
+    /// Mappings that can be guarded at once.
+    pub(super) const SLOTS: usize = 256;
+    /// Base address of each guarded page (0: free slot).
+    static BASES: [AtomicUsize; SLOTS] = [const { AtomicUsize::new(0) }; SLOTS];
+    /// Set by the handler when it replaced a slot's page.
+    pub(super) static LOST: [AtomicBool; SLOTS] = [const { AtomicBool::new(false) }; SLOTS];
+    /// The action that was installed before ours (a leaked `sigaction`).
+    static PREVIOUS: AtomicUsize = AtomicUsize::new(0);
+
+    extern "C" fn on_sigbus(
+        _sig: libc::c_int,
+        info: *mut libc::siginfo_t,
+        _ctx: *mut libc::c_void,
+    ) {
+        // Only async-signal-safe work here: atomics, mmap, sigaction.
+        // SAFETY: the kernel passes a valid siginfo for a SA_SIGINFO handler of SIGBUS.
+        let addr = unsafe { (*info).si_addr() } as usize;
+        for i in 0..SLOTS {
+            let base = BASES[i].load(Ordering::Acquire);
+            if base != 0 && addr >= base && addr < base + PAGE {
+                LOST[i].store(true, Ordering::SeqCst);
+                // SAFETY: `base` is a page of ours (registered while its mapping lives); a
+                // private zero page replaces it, so the faulting access is retried on memory that
+                // exists. Ids from it are refused because LOST is set first.
+                let p = unsafe {
+                    libc::mmap(
+                        base as *mut libc::c_void,
+                        PAGE,
+                        libc::PROT_READ | libc::PROT_WRITE,
+                        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED,
+                        -1,
+                        0,
+                    )
+                };
+                if p != libc::MAP_FAILED {
+                    return;
+                }
+                break;
+            }
+        }
+        // Not ours (or the replacement failed): restore the previous action and return; the
+        // access faults again and is handled as it would have been without idforge.
+        let prev = PREVIOUS.load(Ordering::Acquire) as *const libc::sigaction;
+        // SAFETY: PREVIOUS points to a leaked, initialised sigaction (set before our handler was
+        // installed); a null pointer restores the default action.
+        unsafe {
+            if prev.is_null() {
+                let mut dfl: libc::sigaction = std::mem::zeroed();
+                dfl.sa_sigaction = libc::SIG_DFL;
+                libc::sigaction(libc::SIGBUS, &dfl, std::ptr::null_mut());
+            } else {
+                libc::sigaction(libc::SIGBUS, prev, std::ptr::null_mut());
+            }
+        }
+    }
+
+    fn install() {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            // SAFETY: sigaction with a zeroed struct filled in below; the previous action is
+            // stored in a leaked box that lives for the rest of the program.
+            unsafe {
+                let prev: &'static mut libc::sigaction = Box::leak(Box::new(std::mem::zeroed()));
+                if libc::sigaction(libc::SIGBUS, std::ptr::null(), prev) != 0 {
+                    return;
+                }
+                PREVIOUS.store(prev as *const libc::sigaction as usize, Ordering::Release);
+                let mut act: libc::sigaction = std::mem::zeroed();
+                act.sa_sigaction = on_sigbus as *const () as usize;
+                act.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+                libc::sigemptyset(&mut act.sa_mask);
+                libc::sigaction(libc::SIGBUS, &act, std::ptr::null_mut());
+            }
+        });
+    }
+
+    /// Guards the page at `base`; the slot index, or `None` if every slot is taken.
+    pub(super) fn register(base: usize) -> Option<usize> {
+        install();
+        for i in 0..SLOTS {
+            if BASES[i]
+                .compare_exchange(0, base, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                LOST[i].store(false, Ordering::SeqCst);
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    pub(super) fn unregister(slot: usize) {
+        BASES[slot].store(0, Ordering::Release);
+    }
+}
+
+/// Why a [`HostStamp`] stopped issuing.
+const BROKEN_NONE: u64 = 0;
+const BROKEN_DELETED: u64 = 1;
+const BROKEN_REPLACED: u64 = 2;
+const BROKEN_TRUNCATED: u64 = 3;
+const BROKEN_UNCHECKABLE: u64 = 4;
+
 /// The stamp in a state file shared by every process of the host.
 pub struct HostStamp {
     // Field order: the slots point into `map`, so they are declared (and dropped) first.
@@ -290,7 +735,18 @@ pub struct HostStamp {
     durable_ceiling: Slot,
     durable: bool,
     ahead: u64,
-    raise: Mutex<()>,
+    /// The `SIGBUS` guard slot of the mapping.
+    guard: usize,
+    /// Identity of the mapped file.
+    dev: u64,
+    ino: u64,
+    /// When the path was last checked: clock ns and stamp.
+    last_check_ns: AtomicU64,
+    last_check_stamp: AtomicU64,
+    check_ns: u64,
+    check_stamps: u64,
+    /// Sticky: why this process stopped issuing from the file (`BROKEN_*`).
+    broken: AtomicU64,
     map: MmapMut,
     path: PathBuf,
 }
@@ -307,23 +763,82 @@ impl std::fmt::Debug for HostStamp {
 
 impl HostStamp {
     /// Opens (creating it if needed) the state file for a generator with this fingerprint and
-    /// time base. In durable mode the stamp starts at or above the persisted ceiling.
+    /// time base. A newly created file starts at stamp 0; generators use
+    /// [`HostStamp::open_fresh`], which starts a new file ahead of their clock.
+    ///
+    /// # Errors
+    /// Every [`StateFileError`] but `Lost`.
     pub fn open(opts: &StateOptions, fingerprint: &str, tb: &Timebase) -> Result<HostStamp, Error> {
+        Self::open_fresh(opts, fingerprint, tb, 0)
+    }
+
+    /// Opens (creating it if needed) the state file for a generator with this fingerprint and
+    /// time base; a file this call creates starts at `fresh_stamp` (see [`fresh_stamp`]). In
+    /// durable mode the stamp starts at or above the persisted ceiling. The file and its
+    /// directory must be trusted (module docs).
+    ///
+    /// # Errors
+    /// Every [`StateFileError`] but `Lost`.
+    pub fn open_fresh(
+        opts: &StateOptions,
+        fingerprint: &str,
+        tb: &Timebase,
+        fresh_stamp: u64,
+    ) -> Result<HostStamp, Error> {
         let path = &opts.path;
         if fingerprint.len() > FINGERPRINT_LEN {
             return Err(Error::InvalidLayout(format!(
                 "the state fingerprint is longer than {FINGERPRINT_LEN} bytes: {fingerprint}"
             )));
         }
-        if !path.exists() {
-            create(path, opts.mode, fingerprint)?;
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if !dir.exists() {
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| io_err(dir, "create the directory for", e))?;
+        }
+        let dir_meta = fs::metadata(dir).map_err(|e| io_err(dir, "inspect the directory of", e))?;
+        check_trusted("directory", dir, &dir_meta, opts)?;
+        match fs::symlink_metadata(path) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                create(dir, path, opts.mode, fingerprint, fresh_stamp)?;
+            }
+            Err(e) => return Err(io_err(path, "inspect", e)),
         }
         let file = OpenOptions::new()
             .read(true)
             .write(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(path)
-            .map_err(|e| io_err(path, "open", e))?;
-        let len = file.metadata().map_err(|e| io_err(path, "stat", e))?.len();
+            .map_err(|e| {
+                if e.raw_os_error() == Some(libc::ELOOP) {
+                    Error::StateFile(StateFileError::Untrusted {
+                        what: "file",
+                        path: path.display().to_string(),
+                        problem: "a symbolic link".into(),
+                        fix: "Point --state at the file itself".into(),
+                    })
+                } else {
+                    io_err(path, "open", e)
+                }
+            })?;
+        let meta = file.metadata().map_err(|e| io_err(path, "stat", e))?;
+        if !meta.is_file() {
+            return Err(Error::StateFile(StateFileError::Untrusted {
+                what: "file",
+                path: path.display().to_string(),
+                problem: "not a regular file".into(),
+                fix: "Point --state at a regular file".into(),
+            }));
+        }
+        check_trusted("file", path, &meta, opts)?;
+        let len = meta.len();
         if len < PAGE as u64 {
             return Err(Error::StateFile(StateFileError::Truncated {
                 path: path.display().to_string(),
@@ -334,55 +849,89 @@ impl HostStamp {
         // SAFETY: the file is mapped shared, read-write, for exactly one page that the file holds
         // (checked above). Other processes change the stamp words concurrently; this process only
         // reads the header as bytes before creating the atomic slots, and afterwards touches the
-        // stamp words only through atomics. Truncation of the file by another process while
-        // mapped would raise SIGBUS: state files are ours (mode 0600) and never truncated by idforge.
+        // stamp words only through atomics. A truncation of the file by another process while it
+        // is mapped raises SIGBUS on the next access: the guard registered below replaces the page
+        // and marks it lost, and every id is then refused.
         let mut map = unsafe { memmap2::MmapOptions::new().len(PAGE).map_mut(&file) }
             .map_err(|e| io_err(path, "map", e))?;
-        check_header(path, &map, fingerprint)?;
         let base = map.as_mut_ptr() as *const u8;
-        // SAFETY: a page mapping is page-aligned, so base + 32/40/48 are 8-byte aligned and inside
-        // the page; the slots are owned by the HostStamp that owns `map` and are dropped before it
-        // (field order); from here on these words are accessed only atomically.
-        let (stamp, pending, durable_ceiling) = unsafe {
+        let Some(guard) = guard::register(base as usize) else {
+            return Err(Error::StateFile(StateFileError::Io {
+                path: path.display().to_string(),
+                action: "guard",
+                reason: format!("this process has {} state files open already", guard::SLOTS),
+            }));
+        };
+        // Unregister on every early return below.
+        struct Unregister(Option<usize>);
+        impl Drop for Unregister {
+            fn drop(&mut self) {
+                if let Some(s) = self.0 {
+                    guard::unregister(s);
+                }
+            }
+        }
+        let mut unregister = Unregister(Some(guard));
+        check_header(path, &map, fingerprint)?;
+        // SAFETY: a page mapping is page-aligned, so base + 24/32/40/48 are 8-byte aligned and
+        // inside the page; the slots are owned by the HostStamp that owns `map` and are dropped
+        // before it (field order); from here on these words are accessed only atomically.
+        let (stamp, pending, durable_ceiling, not_before) = unsafe {
             (
                 Slot::new(base, OFF_STAMP),
                 Slot::new(base, OFF_PENDING),
                 Slot::new(base, OFF_DURABLE),
+                Slot::new(base, OFF_NOT_BEFORE),
             )
         };
         let per_second = (1_000_000_000u64 / tb.tick_ns).max(1);
         let ahead = per_second.checked_shl(tb.counter_bits).unwrap_or(u64::MAX);
+        let check_ns = CHECK_INTERVAL.as_nanos() as u64;
+        let check_ticks = (check_ns / tb.tick_ns).max(1);
+        wait_until_not_before(not_before.get().load(Ordering::Acquire));
+        drop(not_before);
+        unregister.0 = None;
         let hs = HostStamp {
             stamp,
             pending,
             durable_ceiling,
             durable: opts.durable,
             ahead,
-            raise: Mutex::new(()),
+            guard,
+            dev: meta.dev(),
+            ino: meta.ino(),
+            last_check_ns: AtomicU64::new(0),
+            last_check_stamp: AtomicU64::new(0),
+            check_ns,
+            check_stamps: check_ticks.checked_shl(tb.counter_bits).unwrap_or(u64::MAX),
+            broken: AtomicU64::new(BROKEN_NONE),
             map,
             path: path.clone(),
         };
         if hs.durable {
-            hs.recover_after_reboot()?;
+            hs.recover_after_reboot(&opts.boot_id_path)?;
         }
         Ok(hs)
     }
 
-    /// Durable mode, on open: in a new boot of the machine the stamp in the file may be older than
-    /// ids issued before a crash, so it is raised to the persisted mark; the mark is synced before
-    /// it becomes the ceiling others may issue up to.
-    fn recover_after_reboot(&self) -> Result<(), Error> {
-        let boot = boot_id_hash();
+    /// Durable mode, on open: in a new boot of the machine (or when the boot cannot be
+    /// identified) the stamp in the file may be older than ids issued before a crash, so it is
+    /// raised to the persisted mark; the mark is synced before it becomes the ceiling others may
+    /// issue up to.
+    fn recover_after_reboot(&self, boot_id_path: &Path) -> Result<(), Error> {
+        let boot = boot_id_hash(boot_id_path);
         let slot = self.boot_slot();
         let seen = slot.get().load(Ordering::Acquire);
-        if seen != boot {
-            // A new boot (or the file's first durable open): everything up to the persisted mark
-            // may have been issued.
+        if boot != Some(seen) {
+            // A new boot, an unknown boot, or the file's first durable open: everything up to the
+            // persisted mark may have been issued.
             let mark = self.pending.get().load(Ordering::Acquire);
             self.stamp.get().fetch_max(mark, Ordering::AcqRel);
-            let _ = slot
-                .get()
-                .compare_exchange(seen, boot, Ordering::AcqRel, Ordering::Acquire);
+            if let Some(boot) = boot {
+                let _ =
+                    slot.get()
+                        .compare_exchange(seen, boot, Ordering::AcqRel, Ordering::Acquire);
+            }
         }
         // Sync before trusting the mark: a process killed between raising `pending` and its
         // msync left a mark that may not be on disk.
@@ -423,6 +972,102 @@ impl HostStamp {
     pub fn force_stamp(&self, stamp: u64) {
         self.stamp.get().store(stamp, Ordering::SeqCst);
     }
+
+    /// Whether this process still issues from the file: `Err` once the file was found truncated,
+    /// deleted or replaced.
+    ///
+    /// # Errors
+    /// [`StateFileError::Lost`].
+    #[inline]
+    pub fn usable(&self) -> Result<(), Error> {
+        if guard::LOST[self.guard].load(Ordering::Acquire) {
+            self.broken
+                .compare_exchange(
+                    BROKEN_NONE,
+                    BROKEN_TRUNCATED,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                )
+                .ok();
+        }
+        match self.broken.load(Ordering::Relaxed) {
+            BROKEN_NONE => Ok(()),
+            why => Err(self.lost(why)),
+        }
+    }
+
+    #[cold]
+    fn lost(&self, why: u64) -> Error {
+        Error::StateFile(StateFileError::Lost {
+            path: self.path.display().to_string(),
+            what: match why {
+                BROKEN_DELETED => "was deleted",
+                BROKEN_REPLACED => "was replaced by another file",
+                BROKEN_TRUNCATED => "was truncated",
+                _ => "could no longer be checked",
+            }
+            .into(),
+        })
+    }
+
+    /// Checks now that the path still names the mapped file, whole.
+    ///
+    /// # Errors
+    /// [`StateFileError::Lost`].
+    #[cold]
+    pub fn check_path(&self) -> Result<(), Error> {
+        let why = match fs::symlink_metadata(&self.path) {
+            Ok(m) if m.dev() == self.dev && m.ino() == self.ino => {
+                if m.len() < PAGE as u64 {
+                    BROKEN_TRUNCATED
+                } else {
+                    BROKEN_NONE
+                }
+            }
+            Ok(_) => BROKEN_REPLACED,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => BROKEN_DELETED,
+            Err(_) => BROKEN_UNCHECKABLE,
+        };
+        if why != BROKEN_NONE {
+            let _ = self.broken.compare_exchange(
+                BROKEN_NONE,
+                why,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+        }
+        self.usable()
+    }
+
+    #[cold]
+    fn check_now(&self, now_ns: u64, stamp: u64) -> Result<(), Error> {
+        self.check_path()?;
+        self.last_check_ns.store(now_ns, Ordering::Relaxed);
+        self.last_check_stamp.store(stamp, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+impl Drop for HostStamp {
+    fn drop(&mut self) {
+        guard::unregister(self.guard);
+    }
+}
+
+/// Waits (at most [`FRESH_MARGIN`] and a little) until the wall clock passes a new file's
+/// `not_before`; a `not_before` further away means the clock stepped, and is not waited for.
+fn wait_until_not_before(not_before: u64) {
+    if not_before == 0 {
+        return;
+    }
+    let limit = (FRESH_MARGIN + Duration::from_millis(1)).as_nanos() as u64;
+    loop {
+        let now = crate::clock::WallClock.now_ns();
+        if now >= not_before || not_before - now > limit {
+            return;
+        }
+        std::thread::sleep(Duration::from_nanos(not_before - now));
+    }
 }
 
 impl StampCell for HostStamp {
@@ -448,14 +1093,18 @@ impl StampCell for HostStamp {
         }
     }
 
+    /// Lock-free, so a `fork()` while another thread raises cannot leave the child waiting for
+    /// a lock no thread of its own holds: each raiser persists its own target before publishing
+    /// it (concurrent raisers may sync the page more than once).
     fn raise_ceiling(&self, needed: u64) -> Result<u64, Error> {
-        let _one_at_a_time = self.raise.lock().unwrap_or_else(|p| p.into_inner());
+        self.usable()?;
         let current = self.durable_ceiling.get().load(Ordering::Acquire);
         if current >= needed {
             return Ok(current);
         }
         let target = needed.saturating_add(self.ahead);
         self.pending.get().fetch_max(target, Ordering::AcqRel);
+        // The synced page holds `pending >= target`.
         self.map
             .flush_range(0, PAGE)
             .map_err(|e| io_err(&self.path, "sync (msync) the durable ceiling of", e))?;
@@ -464,6 +1113,17 @@ impl StampCell for HostStamp {
             .get()
             .fetch_max(target, Ordering::Release);
         Ok(target)
+    }
+
+    #[inline]
+    fn check_issued(&self, now_ns: u64, stamp: u64) -> Result<(), Error> {
+        self.usable()?;
+        let since_ns = now_ns.abs_diff(self.last_check_ns.load(Ordering::Relaxed));
+        let since_stamp = stamp.wrapping_sub(self.last_check_stamp.load(Ordering::Relaxed));
+        if since_ns < self.check_ns && since_stamp < self.check_stamps {
+            return Ok(());
+        }
+        self.check_now(now_ns, stamp)
     }
 }
 
@@ -485,33 +1145,34 @@ pub fn state_header(fingerprint: &str) -> Vec<u8> {
     page
 }
 
-fn create(path: &Path, mode: u32, fingerprint: &str) -> Result<(), Error> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    if !dir.exists() {
-        fs::create_dir_all(dir).map_err(|e| io_err(dir, "create the directory for", e))?;
-        // Best effort: a directory we created is private to the user.
-        let _ = fs::set_permissions(dir, fs::Permissions::from_mode(0o700));
-    }
+fn create(
+    dir: &Path,
+    path: &Path,
+    mode: u32,
+    fingerprint: &str,
+    fresh_stamp: u64,
+) -> Result<(), Error> {
     let tmp = dir.join(format!(
         ".{}.{}.{:x}.tmp",
         path.file_name()
             .map(|n| n.to_string_lossy())
             .unwrap_or_default(),
         std::process::id(),
-        crate::generator::random_u128() as u64
+        rand::random::<u64>()
     ));
+    let mut page = state_header(fingerprint);
+    let not_before = crate::clock::WallClock.now_ns() + FRESH_MARGIN.as_nanos() as u64;
+    page[OFF_NOT_BEFORE..OFF_NOT_BEFORE + 8].copy_from_slice(&not_before.to_ne_bytes());
+    page[OFF_STAMP..OFF_STAMP + 8].copy_from_slice(&fresh_stamp.to_ne_bytes());
     let result = (|| {
         let mut f: File = OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(mode)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&tmp)
             .map_err(|e| io_err(path, "create", e))?;
-        f.write_all(&state_header(fingerprint))
-            .map_err(|e| io_err(path, "write", e))?;
+        f.write_all(&page).map_err(|e| io_err(path, "write", e))?;
         f.sync_all().map_err(|e| io_err(path, "sync", e))?;
         match fs::hard_link(&tmp, path) {
             Ok(()) => {}
@@ -530,6 +1191,9 @@ fn create(path: &Path, mode: u32, fingerprint: &str) -> Result<(), Error> {
 
 /// Checks a state file's first page against the fingerprint a generator expects: magic,
 /// version, checksum, fingerprint, each with its own [`StateFileError`]. `path` is for messages.
+///
+/// # Errors
+/// The [`StateFileError`] that describes what is wrong.
 pub fn check_header(path: &Path, page: &[u8], fingerprint: &str) -> Result<(), Error> {
     let p = || path.display().to_string();
     if page.len() < PAGE {
@@ -561,6 +1225,18 @@ pub fn check_header(path: &Path, page: &[u8], fingerprint: &str) -> Result<(), E
     let end = fp.iter().position(|&b| b == 0).unwrap_or(fp.len());
     let found = String::from_utf8_lossy(&fp[..end]).into_owned();
     if found != fingerprint {
+        if let (Some((a, pa)), Some((b, pb))) = (
+            found.split_once(" policy="),
+            fingerprint.split_once(" policy="),
+        ) {
+            if a == b {
+                return Err(Error::StateFile(StateFileError::PolicyMismatch {
+                    path: p(),
+                    expected: pb.to_string(),
+                    found: pa.to_string(),
+                }));
+            }
+        }
         return Err(Error::StateFile(StateFileError::Mismatch {
             path: p(),
             expected: fingerprint.to_string(),
@@ -573,60 +1249,25 @@ pub fn check_header(path: &Path, page: &[u8], fingerprint: &str) -> Result<(), E
 /// The stamp in one page of shared anonymous memory: an in-process atomic that a forked child
 /// shares with its parent (a private copy would let both issue the same ids).
 pub struct ProcessStamp {
-    slot: Slot,
-    page: *mut libc::c_void,
+    words: SharedWords,
 }
-
-// SAFETY: the page is only accessed through the atomic slot; the raw pointer is only unmapped
-// in Drop, which has exclusive access.
-unsafe impl Send for ProcessStamp {}
-// SAFETY: as above: shared access is atomic only.
-unsafe impl Sync for ProcessStamp {}
 
 impl ProcessStamp {
     /// A new stamp, starting at zero.
+    ///
+    /// # Errors
+    /// [`StateFileError::Io`] if the page cannot be mapped.
     pub fn new() -> Result<ProcessStamp, Error> {
-        // SAFETY: an anonymous shared mapping of one page with no address hint has no
-        // preconditions; the result is checked against MAP_FAILED before use.
-        let page = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                PAGE,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if page == libc::MAP_FAILED {
-            return Err(Error::StateFile(StateFileError::Io {
-                path: "(shared anonymous page)".into(),
-                action: "map",
-                reason: std::io::Error::last_os_error().to_string(),
-            }));
-        }
-        // SAFETY: the page is page-aligned, zero-filled, at least 8 bytes, lives until Drop
-        // (which the slot, a field of the same struct, does not outlive), and is only accessed
-        // through the atomic.
-        let slot = unsafe { Slot::new(page as *const u8, 0) };
-        Ok(ProcessStamp { slot, page })
-    }
-}
-
-impl Drop for ProcessStamp {
-    fn drop(&mut self) {
-        // SAFETY: `page` came from a successful mmap of PAGE bytes and is unmapped exactly once;
-        // no reference into it survives `self`.
-        unsafe {
-            libc::munmap(self.page, PAGE);
-        }
+        Ok(ProcessStamp {
+            words: SharedWords::new()?,
+        })
     }
 }
 
 impl std::fmt::Debug for ProcessStamp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ProcessStamp")
-            .field("stamp", &self.slot.get().load(Ordering::Relaxed))
+            .field("stamp", &self.words.word(0).load(Ordering::Relaxed))
             .finish()
     }
 }
@@ -634,12 +1275,12 @@ impl std::fmt::Debug for ProcessStamp {
 impl StampCell for ProcessStamp {
     #[inline]
     fn load(&self) -> u64 {
-        self.slot.get().load(Ordering::Relaxed)
+        self.words.word(0).load(Ordering::Relaxed)
     }
     #[inline]
     fn compare_exchange_weak(&self, current: u64, new: u64) -> Result<u64, u64> {
-        self.slot
-            .get()
+        self.words
+            .word(0)
             .compare_exchange_weak(current, new, Ordering::Relaxed, Ordering::Relaxed)
     }
 }
@@ -647,6 +1288,7 @@ impl StampCell for ProcessStamp {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     fn tb() -> Timebase {
         Timebase {
@@ -661,9 +1303,10 @@ mod tests {
         let d = std::env::temp_dir().join(format!(
             "idforge-shm-{name}-{}-{:x}",
             std::process::id(),
-            crate::generator::random_u128() as u32
+            rand::random::<u32>()
         ));
         fs::create_dir_all(&d).unwrap();
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o700)).unwrap();
         d
     }
 
@@ -690,14 +1333,20 @@ mod tests {
         let path = d.join("x.state");
         let o = StateOptions::new(&path);
         let err = |fp: &str| HostStamp::open(&o, fp, &tb()).unwrap_err();
+        let write = |bytes: &[u8]| {
+            fs::write(&path, bytes).unwrap();
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+        };
 
-        fs::write(&path, b"short").unwrap();
+        write(b"short");
+        let e = err("fp");
         assert!(matches!(
-            err("fp"),
+            e,
             Error::StateFile(StateFileError::Truncated { len: 5, .. })
         ));
+        assert!(e.to_string().contains("Stop every process still using it"));
 
-        fs::write(&path, vec![7u8; PAGE]).unwrap();
+        write(&vec![7u8; PAGE]);
         assert!(matches!(
             err("fp"),
             Error::StateFile(StateFileError::Foreign { .. })
@@ -705,7 +1354,7 @@ mod tests {
 
         let mut page = state_header("fp");
         page[8] = 9;
-        fs::write(&path, &page).unwrap();
+        write(&page);
         assert!(matches!(
             err("fp"),
             Error::StateFile(StateFileError::Version { found: 9, .. })
@@ -713,18 +1362,43 @@ mod tests {
 
         let mut page = state_header("fp");
         page[OFF_FINGERPRINT] ^= 1;
-        fs::write(&path, &page).unwrap();
+        write(&page);
+        let e = err("fp");
         assert!(matches!(
-            err("fp"),
+            e,
             Error::StateFile(StateFileError::Corrupt { .. })
         ));
+        assert!(e.to_string().contains("Stop every process still using it"));
 
-        fs::write(&path, state_header("scheme=a")).unwrap();
+        write(&state_header("scheme=a"));
         let e = err("scheme=b");
         assert!(
             matches!(&e, Error::StateFile(StateFileError::Mismatch { found, .. }) if found == "scheme=a")
         );
         assert!(e.to_string().contains(&path.display().to_string()));
+        fs::remove_dir_all(d).unwrap();
+    }
+
+    #[test]
+    fn processes_with_another_policy_are_told_so() {
+        let d = tmpdir("policy");
+        let o = StateOptions::new(d.join("p.state"));
+        let run_ahead = Policy {
+            on_exhausted: OnExhausted::RunAhead,
+            max_lead: Duration::from_millis(2000),
+            ..Policy::DEFAULT
+        };
+        let fp = |p: &Policy| fingerprint("snowflake", "l", &tb(), 1, false, p);
+        let _a = HostStamp::open(&o, &fp(&run_ahead), &tb()).unwrap();
+        let e = HostStamp::open(&o, &fp(&Policy::DEFAULT), &tb()).unwrap_err();
+        let text = e.to_string();
+        assert!(
+            matches!(e, Error::StateFile(StateFileError::PolicyMismatch { .. })),
+            "{text}"
+        );
+        assert!(text.contains("run-ahead/2000000000ns/fail"), "{text}");
+        assert!(text.contains("wait/1000000000ns/fail"), "{text}");
+        assert!(text.contains("--run-ahead"), "{text}");
         fs::remove_dir_all(d).unwrap();
     }
 
@@ -754,16 +1428,211 @@ mod tests {
         assert_eq!(c, 5_000 + (1_000 << 12));
         assert_eq!(a.persisted_ceiling(), c);
         assert_eq!(a.ceiling(), c);
-        // Within one boot, reopening keeps the stamp (a restart must not jump ahead).
-        a.force_stamp(10);
-        let same_boot = HostStamp::open(&o, "fp", &tb()).unwrap();
-        assert_eq!(same_boot.load(), 10);
+        if boot_id_hash(Path::new(BOOT_ID_PATH)).is_some() {
+            // Within one boot, reopening keeps the stamp (a restart must not jump ahead).
+            a.force_stamp(10);
+            let same_boot = HostStamp::open(&o, "fp", &tb()).unwrap();
+            assert_eq!(same_boot.load(), 10);
+        }
         // A crash that lost the stamp, then a new boot: reopening starts at the persisted ceiling.
+        a.force_stamp(10);
         a.forget_boot();
         drop(a);
-        drop(same_boot);
         let b = HostStamp::open(&o, "fp", &tb()).unwrap();
         assert_eq!(b.load(), c);
+        fs::remove_dir_all(d).unwrap();
+    }
+
+    #[test]
+    fn without_a_boot_id_every_durable_open_recovers_to_the_mark() {
+        let d = tmpdir("noboot");
+        let mut o = StateOptions::new(d.join("d.state"));
+        o.durable = true;
+        o.boot_id_path = d.join("no-such-boot-id");
+        let a = HostStamp::open(&o, "fp", &tb()).unwrap();
+        let c = a.raise_ceiling(5_000).unwrap();
+        // A power loss that lost the latest stamp (the page cache is gone), and no way to tell
+        // that the machine rebooted: the next open must still start at the persisted mark.
+        a.force_stamp(10);
+        drop(a);
+        let b = HostStamp::open(&o, "fp", &tb()).unwrap();
+        assert_eq!(
+            b.load(),
+            c,
+            "an unidentifiable boot must be taken for a crash"
+        );
+        // An empty boot id file counts as unreadable too.
+        fs::write(&o.boot_id_path, "\n").unwrap();
+        b.force_stamp(10);
+        drop(b);
+        assert_eq!(HostStamp::open(&o, "fp", &tb()).unwrap().load(), c);
+        fs::remove_dir_all(d).unwrap();
+    }
+
+    #[test]
+    fn files_and_directories_others_can_write_are_refused() {
+        let d = tmpdir("trust");
+        let path = d.join("t.state");
+        let o = StateOptions::new(&path);
+        drop(HostStamp::open(&o, "fp", &tb()).unwrap());
+        // A file writable by others.
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o666)).unwrap();
+        let e = HostStamp::open(&o, "fp", &tb()).unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                Error::StateFile(StateFileError::Untrusted { what: "file", .. })
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().contains("chmod go-w"), "{e}");
+        // ...accepted when asked for explicitly.
+        let shared = StateOptions::new(&path).shared_mode(0o666);
+        drop(HostStamp::open(&shared, "fp", &tb()).unwrap());
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+        // A directory writable by others (no sticky bit).
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o777)).unwrap();
+        let e = HostStamp::open(&o, "fp", &tb()).unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                Error::StateFile(StateFileError::Untrusted {
+                    what: "directory",
+                    ..
+                })
+            ),
+            "{e}"
+        );
+        // With the sticky bit (like /tmp) others cannot rename or delete our file: accepted.
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o1777)).unwrap();
+        drop(HostStamp::open(&o, "fp", &tb()).unwrap());
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o700)).unwrap();
+        // A symbolic link is not followed.
+        let link = d.join("link.state");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+        let e = HostStamp::open(&StateOptions::new(&link), "fp", &tb()).unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        fs::remove_dir_all(d).unwrap();
+    }
+
+    #[test]
+    fn files_and_directories_of_another_user_are_refused() {
+        // chown needs root; CI and this project's machines run as root. Elsewhere the refusal
+        // of files others can write (above) still runs.
+        if euid() != 0 {
+            eprintln!("NOTE: not root, the other-owner case cannot be set up here");
+            return;
+        }
+        let d = tmpdir("owner");
+        let path = d.join("o.state");
+        let o = StateOptions::new(&path);
+        drop(HostStamp::open(&o, "fp", &tb()).unwrap());
+        std::os::unix::fs::chown(&path, Some(65534), None).unwrap();
+        let e = HostStamp::open(&o, "fp", &tb()).unwrap_err();
+        assert!(e.to_string().contains("owned by user id 65534"), "{e}");
+        std::os::unix::fs::chown(&path, Some(0), None).unwrap();
+        // The attack of the issue: another user pre-creates the directory, mode 777.
+        let evil = d.join("evil");
+        fs::create_dir(&evil).unwrap();
+        fs::set_permissions(&evil, fs::Permissions::from_mode(0o777)).unwrap();
+        std::os::unix::fs::chown(&evil, Some(65534), None).unwrap();
+        let e = HostStamp::open(&StateOptions::new(evil.join("x.state")), "fp", &tb()).unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                Error::StateFile(StateFileError::Untrusted {
+                    what: "directory",
+                    ..
+                })
+            ),
+            "{e}"
+        );
+        assert!(!evil.join("x.state").exists(), "nothing is created there");
+        fs::remove_dir_all(d).unwrap();
+    }
+
+    #[test]
+    fn a_truncated_file_is_refused_not_a_crash() {
+        let d = tmpdir("truncate");
+        let path = d.join("t.state");
+        let a = HostStamp::open(&StateOptions::new(&path), "fp", &tb()).unwrap();
+        assert!(a.compare_exchange_weak(0, 7).is_ok() || a.compare_exchange_weak(0, 7).is_ok());
+        a.check_issued(1, 7).unwrap();
+        // Another process shrinks the file under the mapping: the next access faults (SIGBUS),
+        // which the guard turns into a refusal.
+        OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(0)
+            .unwrap();
+        let _ = a.load();
+        let e = a.check_issued(2, 8).unwrap_err();
+        assert!(
+            matches!(&e, Error::StateFile(StateFileError::Lost { what, .. }) if what == "was truncated"),
+            "{e}"
+        );
+        assert!(a.raise_ceiling(100).is_err());
+        fs::remove_dir_all(d).unwrap();
+    }
+
+    #[test]
+    fn a_deleted_or_replaced_file_is_noticed_within_the_check_interval() {
+        let d = tmpdir("deleted");
+        let path = d.join("t.state");
+        let o = StateOptions::new(&path);
+        let ms = 1_000_000;
+        let a = HostStamp::open(&o, "fp", &tb()).unwrap();
+        a.check_issued(10 * ms, 1).unwrap();
+        fs::remove_file(&path).unwrap();
+        // Within the interval, no system call is made (amortised)...
+        a.check_issued(10 * ms + ms / 2, 2).unwrap();
+        // ...after it, by wall time or by stamp time, the loss is found.
+        let e = a.check_issued(11 * ms, 3).unwrap_err();
+        assert!(e.to_string().contains("was deleted"), "{e}");
+        // Sticky: every later id is refused at once.
+        assert!(a.check_issued(11 * ms, 4).is_err());
+
+        let b = HostStamp::open(&o, "fp", &tb()).unwrap();
+        b.check_issued(10 * ms, 1).unwrap();
+        let other = d.join("other.state");
+        fs::write(&other, state_header("fp")).unwrap();
+        fs::rename(&other, &path).unwrap();
+        let e = b.check_issued(10 * ms, 1 + (1 << 12)).unwrap_err();
+        assert!(e.to_string().contains("was replaced"), "{e}");
+        fs::remove_dir_all(d).unwrap();
+    }
+
+    #[test]
+    fn a_new_file_starts_ahead_of_the_clock() {
+        let ms = 1_000_000;
+        let run_ahead = Policy {
+            on_exhausted: OnExhausted::RunAhead,
+            max_lead: Duration::from_millis(5),
+            ..Policy::DEFAULT
+        };
+        // 2 ms margin: the first id is tick 1002's counter 0.
+        assert_eq!(
+            fresh_stamp(&tb(), 1_000 * ms, &Policy::DEFAULT),
+            (1_002 << 12) - 1
+        );
+        // Under RunAhead the lead is added.
+        assert_eq!(
+            fresh_stamp(&tb(), 1_000 * ms, &run_ahead),
+            (1_007 << 12) - 1
+        );
+        let d = tmpdir("fresh");
+        let o = StateOptions::new(d.join("f.state"));
+        let t0 = crate::clock::WallClock.now_ns();
+        let a = HostStamp::open_fresh(&o, "fp", &tb(), 12_345).unwrap();
+        assert_eq!(a.load(), 12_345);
+        // Nobody issues from a new file before its margin has passed.
+        assert!(crate::clock::WallClock.now_ns() >= t0 + FRESH_MARGIN.as_nanos() as u64);
+        // An existing file keeps its stamp.
+        assert_eq!(
+            HostStamp::open_fresh(&o, "fp", &tb(), 99).unwrap().load(),
+            12_345
+        );
         fs::remove_dir_all(d).unwrap();
     }
 

@@ -133,16 +133,31 @@ fn a_restart_whose_clock_is_behind_continues_above_the_file() {
     let c =
         Generator::host_wide(&Scheme::Snowflake, Some(1), clock, Policy::DEFAULT, &state).unwrap();
     assert!(matches!(c.next(), Err(Error::ClockBehind { .. })));
-    // With an unbounded lead it continues above the file, an hour ahead of its clock.
-    let clock = ManualClock::new(T - 3_600_000 * MS);
-    let d2 = Generator::host_wide(
+    // Another policy on the same file is refused, naming both policies.
+    let e = Generator::host_wide(
         &Scheme::Snowflake,
         Some(1),
-        clock,
+        ManualClock::new(T),
         Policy::UNBOUNDED,
         &state,
     )
-    .unwrap();
+    .unwrap_err();
+    assert!(e.to_string().contains("wait/1000000000ns/fail"), "{e}");
+    // With an unbounded lead (on a file of that policy) a restart continues above the file, an
+    // hour ahead of its clock.
+    let unbounded = StateOptions::new(d.join("unbounded.state"));
+    let open = |t: u64| {
+        Generator::host_wide(
+            &Scheme::Snowflake,
+            Some(1),
+            ManualClock::new(t),
+            Policy::UNBOUNDED,
+            &unbounded,
+        )
+        .unwrap()
+    };
+    let last_a = (0..4_000).map(|_| open(T).next().unwrap()).last().unwrap_or(0);
+    let d2 = open(T - 3_600_000 * MS);
     assert!(d2.next().unwrap() > last_a);
     assert!(d2.sequencer().lead() >= Duration::from_secs(3599));
     std::fs::remove_dir_all(d).unwrap();

@@ -67,8 +67,14 @@ proptest! {
         let k = items.len();
         items.rotate_left(order % k);
         if order >= 3 { items.reverse(); }
+        let time_first = items.iter().position(|i| i.starts_with("time"))
+            < items.iter().position(|i| i.starts_with("counter")).or(Some(usize::MAX));
         let spec = format!("{},tick={tick_ms}ms,epoch=2015-01-01T00:00:00Z", items.join(","));
+        // Counter above time: refused unless the spec accepts unordered ids.
+        prop_assert_eq!(Layout::parse_spec(&spec).is_ok(), time_first, "{}", spec);
+        let spec = if time_first { spec } else { format!("{spec},order=none") };
         let l = Layout::parse_spec(&spec).unwrap();
+        prop_assert_eq!(l.is_time_ordered(), time_first);
         check_round_trip(&l, vals.0, vals.1, vals.2, 0)?;
         prop_assert_eq!(Layout::parse_spec(&l.spec()).unwrap(), l);
     }

@@ -57,7 +57,8 @@
 //!   sequential value it issued (see "What changed" below);
 //! * switching to variable mode continues from the counter's current value.
 //!
-//! Switches are serialised by a mutex; [`LocalityGenerator::next`] never takes it.
+//! Switches are serialised by a lock in the generator's fork-shared page (so also across a
+//! `fork()`); [`LocalityGenerator::next`] never takes it.
 //!
 //! # Uniqueness
 //!
@@ -70,6 +71,17 @@
 //! Sequential and variable values are different encodings of different counter values; an id of
 //! one mode equals an id of the other only if, in the same millisecond, one counter value is the
 //! nibble-reversal of the other (about one chance in 2^32 per pair).
+//!
+//! # Fork
+//!
+//! A generator's counter, mode and switch state live in one page of `MAP_SHARED` anonymous memory
+//! ([`SharedWords`]): a child `fork()`ed after the generator was built (a prefork server) shares
+//! them with its parent instead of copying them. Parent and children then take counter values
+//! from one sequence and never repeat each other's ids in a millisecond, whether the pid field
+//! is the default (the parent's pid, kept in the child's ids) or set explicitly (`.pid(N)`,
+//! `--pid`), and through [`shared`] as well. A generator built in the child after the fork is a
+//! new generator with the child's pid. Two processes that did not fork from one generator share
+//! nothing: they need distinct pid or MAC fragments, as below.
 //!
 //! # Decoding the counter
 //!
@@ -130,12 +142,13 @@ use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::OnceLock;
 
 use md5::{Digest, Md5};
 
 use crate::clock::{Clock, WallClock};
 use crate::error::{clip, malformed, Error};
+use crate::shm::SharedWords;
 use crate::text::{self, Format};
 use crate::time::{format_unix_ns, year_of_unix_ns};
 
@@ -503,14 +516,51 @@ const fn middle(pid: u16, mac_fragment: u32) -> u128 {
         | (((mac_fragment & MAX_MAC_FRAGMENT) as u128) << 48)
 }
 
-/// Where a generator stands in sequential mode, kept for re-entering it (guarded by the switch
-/// mutex).
-#[derive(Debug, Default)]
-struct SequentialState {
-    /// The 10-minute bucket (Unix ms / [`BUCKET_MS`]) last seeded.
-    bucket: Option<u64>,
-    /// The counter when sequential mode was last left.
-    resume: u32,
+/// The words of a generator's fork-shared page.
+const W_STATE: usize = 0;
+/// The 10-minute bucket (Unix ms / [`BUCKET_MS`]) last seeded, plus one (0: none yet).
+const W_BUCKET: usize = 1;
+/// The counter when sequential mode was last left.
+const W_RESUME: usize = 2;
+/// The switch lock: 0 when free, else the process id of the holder.
+const W_LOCK: usize = 3;
+
+/// Holds the switch lock of a generator's shared page; released on drop.
+struct SwitchLock<'a>(&'a AtomicU64);
+
+impl<'a> SwitchLock<'a> {
+    /// Takes the lock: a spin lock in the fork-shared page, so it serialises switches of every
+    /// thread of every process that shares the generator. A holder that died inside a switch
+    /// (`kill -9`) is detected and its lock taken over.
+    fn take(word: &'a AtomicU64) -> SwitchLock<'a> {
+        let me = u64::from(std::process::id());
+        let mut spins = 0u32;
+        loop {
+            match word.compare_exchange_weak(0, me, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => return SwitchLock(word),
+                Err(holder) => {
+                    spins = spins.wrapping_add(1);
+                    if spins % 256 == 0
+                        && holder != 0
+                        && holder != me
+                        && !crate::shm::process_alive(holder)
+                        && word
+                            .compare_exchange(holder, me, Ordering::Acquire, Ordering::Relaxed)
+                            .is_ok()
+                    {
+                        return SwitchLock(word);
+                    }
+                    std::thread::yield_now();
+                }
+            }
+        }
+    }
+}
+
+impl Drop for SwitchLock<'_> {
+    fn drop(&mut self) {
+        self.0.store(0, Ordering::Release);
+    }
 }
 
 /// Makes Locality UUIDs: one relaxed load and one `fetch_add` per id, no lock. Share it between
@@ -533,14 +583,15 @@ struct SequentialState {
 /// ```
 pub struct LocalityGenerator<C: Clock = WallClock> {
     clock: C,
-    /// `counter << 32 | mode`: one word, so each id's counter value and mode come from one
-    /// atomic read-modify-write.
-    state: AtomicU64,
+    /// A page a forked child shares with its parent (a private copy of the counter would let
+    /// both issue the same ids): word 0 is `counter << 32 | mode`, one word so each id's counter
+    /// value and mode come from one atomic read-modify-write; then the sequential-mode bucket,
+    /// the resume value and the switch lock.
+    words: SharedWords,
     /// Bytes 4 to 9, the same in every id.
     middle: u128,
     pid: u16,
     mac: u32,
-    switch: Mutex<SequentialState>,
 }
 
 impl<C: Clock> fmt::Debug for LocalityGenerator<C> {
@@ -557,6 +608,10 @@ impl LocalityGenerator<WallClock> {
     /// A generator on the wall clock, in variable mode from a random counter, with this process's
     /// id (modulo 65,536) and the machine's MAC ([`system_mac`], zeros if none). In containers,
     /// set the pid and MAC instead (see the module docs).
+    ///
+    /// # Panics
+    /// If one page of shared memory cannot be mapped (the system is out of memory or of
+    /// mappings); [`LocalityGenerator::builder`] returns that as an error instead.
     pub fn new() -> Self {
         Self::assemble(
             WallClock,
@@ -565,6 +620,7 @@ impl LocalityGenerator<WallClock> {
             rand::random(),
             false,
         )
+        .unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// A builder, to set the pid, MAC, clock, counter start or mode.
@@ -591,19 +647,33 @@ fn default_pid() -> u16 {
 }
 
 impl<C: Clock> LocalityGenerator<C> {
-    fn assemble(clock: C, pid: u16, mac: u32, counter: u32, sequential: bool) -> Self {
+    fn assemble(
+        clock: C,
+        pid: u16,
+        mac: u32,
+        counter: u32,
+        sequential: bool,
+    ) -> Result<Self, Error> {
+        let words = SharedWords::new()?;
+        words
+            .word(W_STATE)
+            .store(u64::from(counter) << COUNTER_SHIFT, Ordering::Relaxed);
         let g = Self {
             clock,
-            state: AtomicU64::new(u64::from(counter) << COUNTER_SHIFT),
+            words,
             middle: middle(pid, mac),
             pid,
             mac,
-            switch: Mutex::new(SequentialState::default()),
         };
         if sequential {
             g.use_sequential();
         }
-        g
+        Ok(g)
+    }
+
+    #[inline]
+    fn state(&self) -> &AtomicU64 {
+        self.words.word(W_STATE)
     }
 
     /// The next id: step the counter (one `fetch_add`), read the clock, assemble.
@@ -612,7 +682,7 @@ impl<C: Clock> LocalityGenerator<C> {
         // Relaxed is enough: every id's counter value comes from its own read-modify-write of
         // `state`, and all of those sit in the one modification order of that location whatever
         // their ordering; no other memory is published through it.
-        let (counter, mode) = take_counter(&self.state);
+        let (counter, mode) = take_counter(self.state());
         let unix_ms = self.clock.now_ns() / 1_000_000;
         LocalityUuid::compose(counter, mode, self.middle, unix_ms)
     }
@@ -622,19 +692,21 @@ impl<C: Clock> LocalityGenerator<C> {
     /// this generator already seeded, continues after its last sequential value. Already in
     /// sequential mode, nothing changes.
     pub fn use_sequential(&self) {
-        let mut seq = self.switch.lock().unwrap_or_else(PoisonError::into_inner);
-        if mode_of(self.state.load(Ordering::Relaxed)) == CounterMode::Sequential {
+        let _lock = SwitchLock::take(self.words.word(W_LOCK));
+        if mode_of(self.state().load(Ordering::Relaxed)) == CounterMode::Sequential {
             return;
         }
         let unix_ms = self.clock.now_ns() / 1_000_000;
         let bucket = unix_ms / BUCKET_MS;
-        let start = if seq.bucket == Some(bucket) {
-            seq.resume
+        let start = if self.words.word(W_BUCKET).load(Ordering::Relaxed) == bucket + 1 {
+            self.words.word(W_RESUME).load(Ordering::Relaxed) as u32
         } else {
-            seq.bucket = Some(bucket);
+            self.words
+                .word(W_BUCKET)
+                .store(bucket + 1, Ordering::Relaxed);
             sequential_seed(unix_ms)
         };
-        self.state.store(
+        self.state().store(
             (u64::from(start) << COUNTER_SHIFT) | SEQUENTIAL_BIT,
             Ordering::Relaxed,
         );
@@ -642,21 +714,23 @@ impl<C: Clock> LocalityGenerator<C> {
 
     /// Switches to variable mode, continuing from the counter's current value.
     pub fn use_variable(&self) {
-        let mut seq = self.switch.lock().unwrap_or_else(PoisonError::into_inner);
-        let before = self.state.fetch_and(!SEQUENTIAL_BIT, Ordering::Relaxed);
+        let _lock = SwitchLock::take(self.words.word(W_LOCK));
+        let before = self.state().fetch_and(!SEQUENTIAL_BIT, Ordering::Relaxed);
         if mode_of(before) == CounterMode::Sequential {
-            seq.resume = (before >> COUNTER_SHIFT) as u32;
+            self.words
+                .word(W_RESUME)
+                .store(before >> COUNTER_SHIFT, Ordering::Relaxed);
         }
     }
 
     /// The current mode.
     pub fn mode(&self) -> CounterMode {
-        mode_of(self.state.load(Ordering::Relaxed))
+        mode_of(self.state().load(Ordering::Relaxed))
     }
 
     /// The counter's current value: the last id used it (or, before the first id, the start).
     pub fn counter(&self) -> u32 {
-        (self.state.load(Ordering::Relaxed) >> COUNTER_SHIFT) as u32
+        (self.state().load(Ordering::Relaxed) >> COUNTER_SHIFT) as u32
     }
 
     /// The pid written into every id.
@@ -793,13 +867,7 @@ impl<C: Clock> LocalityBuilder<C> {
             },
         };
         let counter = self.counter.unwrap_or_else(rand::random);
-        Ok(LocalityGenerator::assemble(
-            self.clock,
-            pid,
-            mac,
-            counter,
-            self.sequential,
-        ))
+        LocalityGenerator::assemble(self.clock, pid, mac, counter, self.sequential)
     }
 }
 

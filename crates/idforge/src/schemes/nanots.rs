@@ -285,6 +285,35 @@ impl<C: Clock> HostGenerator<C> {
     }
 }
 
+impl<C: Clock> HostGenerator<C, crate::shm::HostStamp> {
+    /// A host-wide generator: its stamp is in the state file `state.path`, shared by every
+    /// process of the host that opens it (see [`crate::Generator::host_wide`]). The file is bound
+    /// to the host id, the digits and the policy.
+    ///
+    /// # Errors
+    /// [`Error::StateFile`] when the file cannot be used; as [`HostGenerator::with_sequencer`].
+    pub fn host_wide(
+        host: HostDigits,
+        clock: C,
+        policy: Policy,
+        state: &crate::shm::StateOptions,
+    ) -> Result<Self, Error> {
+        let tb = host.timebase();
+        let fp = crate::shm::fingerprint(
+            "nanots-host",
+            &format!("digits={}", host.digits()),
+            &tb,
+            host.host(),
+            state.durable,
+            &policy,
+        );
+        let fresh = crate::shm::fresh_stamp(&tb, clock.now_ns(), &policy);
+        let cell = crate::shm::HostStamp::open_fresh(state, &fp, &tb, fresh)?;
+        let seq = Sequencer::with_cell(clock, cell, tb, policy)?;
+        Self::with_sequencer(host, seq)
+    }
+}
+
 impl<C: Clock, S: StampCell> HostGenerator<C, S> {
     /// A generator over a given sequencer (a shared-memory cell, a model-checked atomic, ...),
     /// whose time base must be `host.timebase()` ([`Error::InvalidLayout`] otherwise).

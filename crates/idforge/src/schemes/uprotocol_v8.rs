@@ -29,7 +29,7 @@ use std::sync::OnceLock;
 
 use crate::clock::WallClock;
 use crate::error::Error;
-use crate::generator::{random_u128, Generator};
+use crate::generator::{random_u128, Generator, RandomSource};
 use crate::layout::{Field, Layout};
 use crate::schemes::Scheme;
 use crate::sequencer::Sequencer;
@@ -50,7 +50,7 @@ pub fn layout() -> Layout {
 /// A new builder with a fresh `rand_b`. Crate-private: users reach the singleton only.
 pub(crate) fn new_builder() -> Generator {
     let scheme = Scheme::UProtocolV8;
-    let rand_b = (random_u128() as u64) & ((1 << 62) - 1);
+    let rand_b = (random_u128(RandomSource::Secure) as u64) & ((1 << 62) - 1);
     let cell = ProcessStamp::new()
         .unwrap_or_else(|e| panic!("cannot map one page for the uprotocol-v8 stamp: {e}"));
     let seq = Sequencer::with_cell(
