@@ -84,6 +84,9 @@ struct GenArgs {
     /// directory must be yours and not writable by others (see --state-mode).
     #[arg(long)]
     shared: bool,
+    /// Print the path of the state file this command would use (with --shared), and exit.
+    #[arg(long)]
+    state_path: bool,
     /// The state file for --shared (implies --shared; falls back to IDFORGE_STATE).
     #[arg(long, value_name = "PATH")]
     state: Option<std::path::PathBuf>,
@@ -286,6 +289,9 @@ fn gen(a: GenArgs) -> anyhow::Result<ExitCode> {
             .flatten();
         idforge::default_state_path(scheme.name(), &layout.spec(), n).map_err(Into::into)
     })?;
+    if let Some(code) = print_state_path(&a, state.as_ref()) {
+        return Ok(code);
+    }
     match at_time(&a)? {
         // A fixed clock never moves: let the counter carry into later ticks without bound.
         Some(t) => gen_on(
@@ -362,8 +368,10 @@ fn state_options(
     default_path: impl FnOnce() -> anyhow::Result<std::path::PathBuf>,
 ) -> anyhow::Result<Option<StateOptions>> {
     if !(a.shared || a.state.is_some()) {
-        if a.durable || a.state_mode.is_some() {
-            anyhow::bail!("--durable and --state-mode apply to host-wide generation: add --shared");
+        if a.durable || a.state_mode.is_some() || a.state_path {
+            anyhow::bail!(
+                "--durable, --state-mode and --state-path apply to host-wide generation: add --shared"
+            );
         }
         return Ok(None);
     }
@@ -393,6 +401,13 @@ fn state_options(
     }
     opts.durable = a.durable;
     Ok(Some(opts))
+}
+
+/// `--state-path`: prints the state file's path instead of generating.
+fn print_state_path(a: &GenArgs, state: Option<&StateOptions>) -> Option<ExitCode> {
+    let st = state.filter(|_| a.state_path)?;
+    println!("{}", st.path.display());
+    Some(ExitCode::SUCCESS)
 }
 
 fn gen_nanots_host(a: GenArgs) -> anyhow::Result<ExitCode> {
@@ -427,6 +442,9 @@ fn gen_nanots_host(a: GenArgs) -> anyhow::Result<ExitCode> {
         idforge::default_state_path(&format!("nanots-host{}", a.host_digits), "", Some(host))
             .map_err(Into::into)
     })?;
+    if let Some(code) = print_state_path(&a, state.as_ref()) {
+        return Ok(code);
+    }
     let policy = policy_from(&a, nanots::POLICY);
     match (at_time(&a)?, state) {
         (Some(t), state) => host_gen(

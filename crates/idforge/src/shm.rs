@@ -110,9 +110,9 @@ pub const CHECK_INTERVAL: Duration = Duration::from_millis(1);
 /// their stamps could reach the new file's.
 pub const FRESH_MARGIN: Duration = Duration::from_millis(2);
 
-/// The lead a fresh state file allows for under `RunAhead`, at most (the unbounded policy of a
-/// fixed clock is counted as this).
-const MAX_FRESH_LEAD: Duration = Duration::from_secs(1);
+/// The lead a fresh state file allows for under the unbounded policy of a fixed clock (whose
+/// lead has no bound to allow for).
+const UNBOUNDED_FRESH_LEAD: Duration = Duration::from_secs(1);
 
 /// Where the boot id is read (Linux).
 pub const BOOT_ID_PATH: &str = "/proc/sys/kernel/random/boot_id";
@@ -307,14 +307,16 @@ pub fn fingerprint(
 }
 
 /// The stamp a newly created state file starts at, for a generator whose clock reads `now_ns`:
-/// [`FRESH_MARGIN`] ahead of it, plus the policy's lead under `RunAhead` (at most one second),
-/// less one so that the first id takes counter 0 of that tick.
+/// [`FRESH_MARGIN`] ahead of it, plus the policy's `max_lead` under `RunAhead` (one second for
+/// the unbounded policy), less one so that the first id takes counter 0 of that tick. Processes
+/// still issuing from a deleted file at the same path were at most that lead ahead of the clock.
 pub fn fresh_stamp(tb: &Timebase, now_ns: u64, policy: &Policy) -> u64 {
     let lead = match policy.on_exhausted {
-        OnExhausted::RunAhead => policy.max_lead.min(MAX_FRESH_LEAD),
+        OnExhausted::RunAhead if policy.max_lead == Duration::MAX => UNBOUNDED_FRESH_LEAD,
+        OnExhausted::RunAhead => policy.max_lead,
         OnExhausted::Wait => Duration::ZERO,
     };
-    let at = u128::from(now_ns) + (FRESH_MARGIN + lead).as_nanos();
+    let at = u128::from(now_ns) + FRESH_MARGIN.as_nanos() + lead.as_nanos();
     let tick = at.saturating_sub(u128::from(tb.epoch_ns)) / u128::from(tb.tick_ns);
     let stamp = tick << tb.counter_bits;
     if stamp > u128::from(tb.max_stamp()) {
