@@ -165,6 +165,37 @@ fn counter_period_is_two_to_the_32() {
 }
 
 #[test]
+fn counter_period_through_the_generator() {
+    // The generator's own ids, not the arithmetic: 2^24 ids of one frozen millisecond carry 2^24
+    // distinct low 24 bits of their counter (so no counter value repeats before 2^24 ids, and by
+    // the inverse argument above none before 2^32), and the counter wraps modulo 2^32.
+    let start = u32::MAX - 5;
+    let g = idforge::schemes::locality::LocalityGenerator::builder()
+        .clock(idforge::ManualClock::new(1_800_000_000_000_000_000))
+        .pid(1)
+        .mac_fragment(1)
+        .counter(start)
+        .build()
+        .unwrap();
+    let m = 1u32 << 24;
+    let mut seen = vec![0u64; (m / 64) as usize];
+    let first = g.next();
+    assert_eq!(first.counter_reversed().unwrap(), start.wrapping_add(PRIME));
+    let mut x = first.counter_reversed().unwrap() & (m - 1);
+    seen[(x / 64) as usize] |= 1 << (x % 64);
+    for k in 1..m {
+        let id = g.next();
+        let c = id.counter_reversed().unwrap();
+        assert_eq!(c, start.wrapping_add(PRIME.wrapping_mul(k + 1)), "id {k}");
+        x = c & (m - 1);
+        let (w, b) = ((x / 64) as usize, x % 64);
+        assert_eq!((seen[w] >> b) & 1, 0, "counter repeated after {k} ids");
+        seen[w] |= 1 << b;
+    }
+    assert_eq!(g.counter(), start.wrapping_add(PRIME.wrapping_mul(m)));
+}
+
+#[test]
 fn mode_switches_keep_ids_distinct() {
     let clock = ManualClock::new(ARTICLE_SEQ_MS * MS);
     let g = generator(clock.clone(), false);
