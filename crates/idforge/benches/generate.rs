@@ -97,6 +97,13 @@ fn schemes(c: &mut Criterion) {
     g.bench_function("uuid7_default_policy", |b| {
         b.iter(|| black_box(uuid7_default.next().unwrap()))
     });
+    // The default random bits are ChaCha12; the opt-in fast source is xoshiro.
+    let uuid7_fast = Generator::new(&Scheme::Uuid7, None)
+        .unwrap()
+        .with_random(idforge::RandomSource::Fast);
+    g.bench_function("uuid7_default_policy_fast_random", |b| {
+        b.iter(|| black_box(uuid7_fast.next().unwrap()))
+    });
     for scheme in Scheme::PRESETS
         .iter()
         .filter(|s| **s != Scheme::UProtocolV8)

@@ -108,6 +108,38 @@ impl BatchRng {
     }
 }
 
+/// A sequencer whose stamp is in a state file: the one place that binds a file to a scheme
+/// (`name`, `layout_spec`, time base, `node`, durable mode and policy: the fingerprint), starts a
+/// new file ahead of the clock ([`fresh_stamp`]) and, after opening, waits (at most about a
+/// second and a half) while the stamp is further ahead of the clock than the policy lets a
+/// process issue (a new file, or a durable recovery raised it).
+pub(crate) fn host_wide_sequencer<C: Clock>(
+    name: &str,
+    layout_spec: &str,
+    tb: crate::sequencer::Timebase,
+    node: u64,
+    clock: C,
+    policy: Policy,
+    state: &StateOptions,
+) -> Result<Sequencer<C, HostStamp>, Error> {
+    let fp = fingerprint(name, layout_spec, &tb, node, state.durable, &policy);
+    let cell = HostStamp::open_fresh(state, &fp, &tb, &|| {
+        fresh_stamp(&tb, clock.now_ns(), &policy, state.durable)
+    })?;
+    let seq = Sequencer::with_cell(clock, cell, tb, policy)?;
+    let allowed = crate::shm::policy_lead(&policy) + crate::shm::FRESH_MARGIN;
+    let start = std::time::Instant::now();
+    let limit = std::time::Duration::from_millis(1_500) + allowed;
+    while seq.lead() > allowed && start.elapsed() < limit {
+        let before = seq.clock().now_ns();
+        std::thread::sleep((seq.lead() - allowed).min(std::time::Duration::from_millis(10)));
+        if seq.clock().now_ns() == before {
+            break; // a fixed clock (`--at`) never catches up
+        }
+    }
+    Ok(seq)
+}
+
 /// Generates ids of one scheme for one node. Share it between threads (`&Generator` or `Arc`):
 /// all state is in the sequencer's atomic stamp.
 ///
@@ -308,18 +340,15 @@ impl<C: Clock> Generator<C, HostStamp> {
     ) -> Result<Self, Error> {
         let layout = scheme.layout();
         let node_value = scheme.resolve_node(node)?;
-        let tb = layout.timebase();
-        let fp = fingerprint(
+        let seq = host_wide_sequencer(
             scheme.name(),
             &layout.spec(),
-            &tb,
+            layout.timebase(),
             scheme.state_node(node_value),
-            state.durable,
-            &policy,
-        );
-        let fresh = fresh_stamp(&tb, clock.now_ns(), &policy);
-        let cell = HostStamp::open_fresh(state, &fp, &tb, fresh)?;
-        let seq = Sequencer::with_cell(clock, cell, tb, policy)?;
+            clock,
+            policy,
+            state,
+        )?;
         Self::build(scheme, node_value, seq)
     }
 }

@@ -23,7 +23,7 @@
 //! | 8 | 4 | format version (1) |
 //! | 12 | 4 | page size of the file (4096) |
 //! | 16 | 8 | FNV-1a checksum of bytes 0..16 and of the fingerprint |
-//! | 24 | 8 | wall-clock ns before which no process issues from a newly created file |
+//! | 24 | 8 | reserved (0) |
 //! | 32 | 8 | the stamp (atomic) |
 //! | 40 | 8 | durable mode: the ceiling being persisted (atomic) |
 //! | 48 | 8 | durable mode: the ceiling known to be on disk (atomic) |
@@ -53,10 +53,13 @@
 //! * **Deleted or replaced**: a process checks that the path still names the file it mapped (same
 //!   device and inode, at least one page long) after every [`CHECK_INTERVAL`] of wall-clock time
 //!   or of stamp time, whichever comes first (one `stat` per interval, not per id), and refuses
-//!   every id after the check fails. A newly created file starts its stamp
-//!   [`FRESH_MARGIN`] (plus the policy's lead under `RunAhead`) ahead of the clock and no process
-//!   issues from it before that margin has passed, so ids from a new file at the same path start
-//!   above every id the processes on the old file could still issue before they noticed.
+//!   every id after the check fails. The same check compares the header with the one opened (a
+//!   file rewritten in place) and the stamp with the one seen at the previous check (a stamp
+//!   written back); an id whose stamp is not above the last check's makes that comparison at
+//!   once. A newly created file starts its stamp [`FRESH_MARGIN`] (plus the policy's lead under
+//!   `RunAhead`, plus one second in durable mode) ahead of the clock, so ids from a new file at
+//!   the same path start above every id the processes on the old file (with the same policy)
+//!   could still issue before they noticed.
 //!
 //! # Durable mode
 //!
@@ -69,22 +72,23 @@
 //! the page cache, so it is raised to the persisted ceiling: the first id after a power loss is
 //! above every id ever issued. Within one boot the page cache holds the stamp and it is kept.
 //! Where the boot cannot be identified (no readable boot id: other systems, hardened containers),
-//! every open assumes a crash happened and raises the stamp to the persisted ceiling: restarts
-//! then start up to one second of stamps ahead of the clock. Cost: one `msync` of one page per
+//! the first process to open the file while no other process has it open (every process holds a
+//! shared `flock` on it) assumes a crash happened and raises the stamp to the persisted ceiling;
+//! a process that finds others running trusts the stamp they keep. After a raise the generator
+//! waits (up to about one second) for the clock to come within its policy's lead of the stamp. Cost: one `msync` of one page per
 //! second of id time (a latency spike of typically 0.1–10 ms on the call that raises it; nothing on
 //! the others). The raise takes no lock, so a `fork()` while another thread raises cannot
 //! deadlock the child.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use memmap2::MmapMut;
 
-use crate::clock::Clock;
 use crate::error::Error;
 use crate::sequencer::{OnExhausted, Policy, StampCell, Timebase};
 
@@ -92,7 +96,6 @@ const PAGE: usize = 4096;
 const MAGIC: [u8; 8] = *b"IDFORGE\x01";
 const VERSION: u32 = 1;
 const OFF_CHECKSUM: usize = 16;
-const OFF_NOT_BEFORE: usize = 24;
 const OFF_STAMP: usize = 32;
 const OFF_PENDING: usize = 40;
 const OFF_DURABLE: usize = 48;
@@ -306,16 +309,29 @@ pub fn fingerprint(
     )
 }
 
-/// The stamp a newly created state file starts at, for a generator whose clock reads `now_ns`:
-/// [`FRESH_MARGIN`] ahead of it, plus the policy's `max_lead` under `RunAhead` (one second for
-/// the unbounded policy), less one so that the first id takes counter 0 of that tick. Processes
-/// still issuing from a deleted file at the same path were at most that lead ahead of the clock.
-pub fn fresh_stamp(tb: &Timebase, now_ns: u64, policy: &Policy) -> u64 {
-    let lead = match policy.on_exhausted {
+/// How far ahead of its clock a process following `policy` may issue: `max_lead` under
+/// `RunAhead` (one second for the unbounded policy), nothing under `Wait` (whose lead comes only
+/// from a clock that stepped back).
+pub fn policy_lead(policy: &Policy) -> Duration {
+    match policy.on_exhausted {
         OnExhausted::RunAhead if policy.max_lead == Duration::MAX => UNBOUNDED_FRESH_LEAD,
         OnExhausted::RunAhead => policy.max_lead,
         OnExhausted::Wait => Duration::ZERO,
-    };
+    }
+}
+
+/// The stamp a newly created state file starts at, for a generator whose clock reads `now_ns`:
+/// [`FRESH_MARGIN`] ahead of it, plus [`policy_lead`], plus one second in durable mode (a process
+/// that recovered to a durable mark may be that far ahead), less one so that the first id takes
+/// counter 0 of that tick. Processes still issuing from a deleted file at the same path (with the
+/// same policy) were at most that far ahead of the clock.
+pub fn fresh_stamp(tb: &Timebase, now_ns: u64, policy: &Policy, durable: bool) -> u64 {
+    let lead = policy_lead(policy)
+        + if durable {
+            Duration::from_secs(1)
+        } else {
+            Duration::ZERO
+        };
     let at = u128::from(now_ns) + FRESH_MARGIN.as_nanos() + lead.as_nanos();
     let tick = at.saturating_sub(u128::from(tb.epoch_ns)) / u128::from(tb.tick_ns);
     let stamp = tick << tb.counter_bits;
@@ -456,6 +472,13 @@ pub(crate) fn process_alive(pid: u64) -> bool {
     rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
+/// `flock(2)` on a file; whether it was granted.
+fn flock(file: &File, op: libc::c_int) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a file descriptor this `File` owns; no memory is passed.
+    unsafe { libc::flock(file.as_raw_fd(), op) == 0 }
+}
+
 fn euid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
@@ -486,7 +509,10 @@ fn check_trusted(
         // Sticky: others may add names but not rename or delete ours; the file check decides.
         extra_write = 0;
     }
-    let owner_ok = meta.uid() == me || (is_dir && meta.uid() == 0) || opts.shared;
+    // Another owner is accepted only when the user shares the file on purpose with a mode that
+    // lets group or others write (a private mode such as 600 keeps the owner check).
+    let shares_write = opts.shared && opts.mode & 0o022 != 0;
+    let owner_ok = meta.uid() == me || (is_dir && meta.uid() == 0) || shares_write;
     if !owner_ok {
         return untrusted(
             format!(
@@ -496,9 +522,7 @@ fn check_trusted(
             if is_dir {
                 "Use a directory of your own: pass --state PATH or set IDFORGE_STATE_DIR".into()
             } else {
-                format!(
-                    "Use your own file (--state PATH), or, to share it on purpose, pass --state-mode with the mode it has ({mode:o})"
-                )
+                "Use your own file (--state PATH); to share one file between users on purpose, give it a group-writable mode and pass that mode with --state-mode (e.g. 660)".into()
             },
         );
     }
@@ -728,6 +752,7 @@ const BROKEN_DELETED: u64 = 1;
 const BROKEN_REPLACED: u64 = 2;
 const BROKEN_TRUNCATED: u64 = 3;
 const BROKEN_UNCHECKABLE: u64 = 4;
+const BROKEN_REWOUND: u64 = 5;
 
 /// The stamp in a state file shared by every process of the host.
 pub struct HostStamp {
@@ -749,7 +774,12 @@ pub struct HostStamp {
     check_stamps: u64,
     /// Sticky: why this process stopped issuing from the file (`BROKEN_*`).
     broken: AtomicU64,
+    /// The header (bytes 0..32) and fingerprint as opened: a periodic check compares them.
+    header: Vec<u8>,
+    fingerprint_bytes: Vec<u8>,
     map: MmapMut,
+    /// Open while the mapping is in use: it holds the shared `flock`.
+    _file: File,
     path: PathBuf,
 }
 
@@ -771,13 +801,13 @@ impl HostStamp {
     /// # Errors
     /// Every [`StateFileError`] but `Lost`.
     pub fn open(opts: &StateOptions, fingerprint: &str, tb: &Timebase) -> Result<HostStamp, Error> {
-        Self::open_fresh(opts, fingerprint, tb, 0)
+        Self::open_fresh(opts, fingerprint, tb, &|| 0)
     }
 
     /// Opens (creating it if needed) the state file for a generator with this fingerprint and
-    /// time base; a file this call creates starts at `fresh_stamp` (see [`fresh_stamp`]). In
-    /// durable mode the stamp starts at or above the persisted ceiling. The file and its
-    /// directory must be trusted (module docs).
+    /// time base; a file this call creates starts at `fresh_stamp()` (see [`fresh_stamp`]),
+    /// evaluated only after the file was found missing. In durable mode the stamp starts at or
+    /// above the persisted ceiling. The file and its directory must be trusted (module docs).
     ///
     /// # Errors
     /// Every [`StateFileError`] but `Lost`.
@@ -785,7 +815,7 @@ impl HostStamp {
         opts: &StateOptions,
         fingerprint: &str,
         tb: &Timebase,
-        fresh_stamp: u64,
+        fresh_stamp: &dyn Fn() -> u64,
     ) -> Result<HostStamp, Error> {
         let path = &opts.path;
         if fingerprint.len() > FINGERPRINT_LEN {
@@ -804,12 +834,35 @@ impl HostStamp {
                 .create(dir)
                 .map_err(|e| io_err(dir, "create the directory for", e))?;
         }
+        let link = fs::symlink_metadata(dir).map_err(|e| io_err(dir, "inspect the directory of", e))?;
+        if link.file_type().is_symlink() && link.uid() != euid() && link.uid() != 0 {
+            // Whoever owns the link can point it elsewhere at any time: two files for one path.
+            return Err(Error::StateFile(StateFileError::Untrusted {
+                what: "directory",
+                path: dir.display().to_string(),
+                problem: format!(
+                    "a symbolic link owned by user id {} (this process runs as {})",
+                    link.uid(),
+                    euid()
+                ),
+                fix: "Use a directory of your own: pass --state PATH or set IDFORGE_STATE_DIR"
+                    .into(),
+            }));
+        }
         let dir_meta = fs::metadata(dir).map_err(|e| io_err(dir, "inspect the directory of", e))?;
+        if !dir_meta.is_dir() {
+            return Err(Error::StateFile(StateFileError::Untrusted {
+                what: "directory",
+                path: dir.display().to_string(),
+                problem: "not a directory".into(),
+                fix: "Point --state into a directory".into(),
+            }));
+        }
         check_trusted("directory", dir, &dir_meta, opts)?;
         match fs::symlink_metadata(path) {
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                create(dir, path, opts.mode, fingerprint, fresh_stamp)?;
+                create(dir, path, opts.mode, fingerprint, fresh_stamp())?;
             }
             Err(e) => return Err(io_err(path, "inspect", e)),
         }
@@ -878,20 +931,24 @@ impl HostStamp {
         // SAFETY: a page mapping is page-aligned, so base + 24/32/40/48 are 8-byte aligned and
         // inside the page; the slots are owned by the HostStamp that owns `map` and are dropped
         // before it (field order); from here on these words are accessed only atomically.
-        let (stamp, pending, durable_ceiling, not_before) = unsafe {
+        let (stamp, pending, durable_ceiling) = unsafe {
             (
                 Slot::new(base, OFF_STAMP),
                 Slot::new(base, OFF_PENDING),
                 Slot::new(base, OFF_DURABLE),
-                Slot::new(base, OFF_NOT_BEFORE),
             )
         };
+        // Every process holds a shared lock on the file while it uses it; the first one to open
+        // it (no lock held by anyone) gets the exclusive lock first: it knows no process survived
+        // from before, which durable mode needs where the boot cannot be identified.
+        let first = flock(&file, libc::LOCK_EX | libc::LOCK_NB);
+        if !flock(&file, libc::LOCK_SH) {
+            return Err(io_err(path, "lock", std::io::Error::last_os_error()));
+        }
         let per_second = (1_000_000_000u64 / tb.tick_ns).max(1);
         let ahead = per_second.checked_shl(tb.counter_bits).unwrap_or(u64::MAX);
         let check_ns = CHECK_INTERVAL.as_nanos() as u64;
         let check_ticks = (check_ns / tb.tick_ns).max(1);
-        wait_until_not_before(not_before.get().load(Ordering::Acquire));
-        drop(not_before);
         unregister.0 = None;
         let hs = HostStamp {
             stamp,
@@ -907,11 +964,14 @@ impl HostStamp {
             check_ns,
             check_stamps: check_ticks.checked_shl(tb.counter_bits).unwrap_or(u64::MAX),
             broken: AtomicU64::new(BROKEN_NONE),
+            header: map[..OFF_STAMP].to_vec(),
+            fingerprint_bytes: map[OFF_FINGERPRINT..OFF_FINGERPRINT + FINGERPRINT_LEN].to_vec(),
             map,
+            _file: file,
             path: path.clone(),
         };
         if hs.durable {
-            hs.recover_after_reboot(&opts.boot_id_path)?;
+            hs.recover_after_reboot(&opts.boot_id_path, first)?;
         }
         Ok(hs)
     }
@@ -920,11 +980,18 @@ impl HostStamp {
     /// identified) the stamp in the file may be older than ids issued before a crash, so it is
     /// raised to the persisted mark; the mark is synced before it becomes the ceiling others may
     /// issue up to.
-    fn recover_after_reboot(&self, boot_id_path: &Path) -> Result<(), Error> {
+    fn recover_after_reboot(&self, boot_id_path: &Path, first: bool) -> Result<(), Error> {
         let boot = boot_id_hash(boot_id_path);
         let slot = self.boot_slot();
         let seen = slot.get().load(Ordering::Acquire);
-        if boot != Some(seen) {
+        // A known boot: recover when it changed. An unknown boot: recover when no other process
+        // has the file open (a crash kills them all; a live one means the stamp is current), so
+        // processes already running are not pushed ahead.
+        let recover = match boot {
+            Some(b) => b != seen,
+            None => first,
+        };
+        if recover {
             // A new boot, an unknown boot, or the file's first durable open: everything up to the
             // persisted mark may have been issued.
             let mark = self.pending.get().load(Ordering::Acquire);
@@ -1006,6 +1073,7 @@ impl HostStamp {
                 BROKEN_DELETED => "was deleted",
                 BROKEN_REPLACED => "was replaced by another file",
                 BROKEN_TRUNCATED => "was truncated",
+                BROKEN_REWOUND => "was rewound (an older stamp was written into it, for instance a copy restored over it)",
                 _ => "could no longer be checked",
             }
             .into(),
@@ -1031,12 +1099,7 @@ impl HostStamp {
             Err(_) => BROKEN_UNCHECKABLE,
         };
         if why != BROKEN_NONE {
-            let _ = self.broken.compare_exchange(
-                BROKEN_NONE,
-                why,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            );
+            self.set_broken(why);
         }
         self.usable()
     }
@@ -1044,31 +1107,42 @@ impl HostStamp {
     #[cold]
     fn check_now(&self, now_ns: u64, stamp: u64) -> Result<(), Error> {
         self.check_path()?;
+        // The header as opened (a file rewritten in place, by `cp` for instance, is caught here
+        // even when no access fell in the moment it was short)...
+        if self.map[..OFF_STAMP] != self.header[..]
+            || self.map[OFF_FINGERPRINT..OFF_FINGERPRINT + FINGERPRINT_LEN]
+                != self.fingerprint_bytes[..]
+        {
+            self.set_broken(BROKEN_REPLACED);
+        }
+        // ...and a stamp that never went back.
+        self.check_rewind()?;
         self.last_check_ns.store(now_ns, Ordering::Relaxed);
-        self.last_check_stamp.store(stamp, Ordering::Relaxed);
-        Ok(())
+        self.last_check_stamp
+            .fetch_max(self.load().max(stamp), Ordering::Relaxed);
+        self.usable()
+    }
+
+    /// The stamp a cell holds only grows: below a value seen at an earlier check, someone wrote
+    /// an older stamp into the file (a backup copied over it, a rewind).
+    #[cold]
+    fn check_rewind(&self) -> Result<(), Error> {
+        if self.load() < self.last_check_stamp.load(Ordering::Relaxed) {
+            self.set_broken(BROKEN_REWOUND);
+        }
+        self.usable()
+    }
+
+    fn set_broken(&self, why: u64) {
+        let _ = self
+            .broken
+            .compare_exchange(BROKEN_NONE, why, Ordering::Relaxed, Ordering::Relaxed);
     }
 }
 
 impl Drop for HostStamp {
     fn drop(&mut self) {
         guard::unregister(self.guard);
-    }
-}
-
-/// Waits (at most [`FRESH_MARGIN`] and a little) until the wall clock passes a new file's
-/// `not_before`; a `not_before` further away means the clock stepped, and is not waited for.
-fn wait_until_not_before(not_before: u64) {
-    if not_before == 0 {
-        return;
-    }
-    let limit = (FRESH_MARGIN + Duration::from_millis(1)).as_nanos() as u64;
-    loop {
-        let now = crate::clock::WallClock.now_ns();
-        if now >= not_before || not_before - now > limit {
-            return;
-        }
-        std::thread::sleep(Duration::from_nanos(not_before - now));
     }
 }
 
@@ -1120,9 +1194,14 @@ impl StampCell for HostStamp {
     #[inline]
     fn check_issued(&self, now_ns: u64, stamp: u64) -> Result<(), Error> {
         self.usable()?;
+        let checked = self.last_check_stamp.load(Ordering::Relaxed);
+        if stamp <= checked {
+            // Below a stamp seen at the last check: a race with that check, or the file was
+            // rewound since. The cell never goes back by itself, so it tells which.
+            self.check_rewind()?;
+        }
         let since_ns = now_ns.abs_diff(self.last_check_ns.load(Ordering::Relaxed));
-        let since_stamp = stamp.wrapping_sub(self.last_check_stamp.load(Ordering::Relaxed));
-        if since_ns < self.check_ns && since_stamp < self.check_stamps {
+        if since_ns < self.check_ns && stamp.wrapping_sub(checked) < self.check_stamps {
             return Ok(());
         }
         self.check_now(now_ns, stamp)
@@ -1163,8 +1242,6 @@ fn create(
         rand::random::<u64>()
     ));
     let mut page = state_header(fingerprint);
-    let not_before = crate::clock::WallClock.now_ns() + FRESH_MARGIN.as_nanos() as u64;
-    page[OFF_NOT_BEFORE..OFF_NOT_BEFORE + 8].copy_from_slice(&not_before.to_ne_bytes());
     page[OFF_STAMP..OFF_STAMP + 8].copy_from_slice(&fresh_stamp.to_ne_bytes());
     let result = (|| {
         let mut f: File = OpenOptions::new()
@@ -1174,6 +1251,9 @@ fn create(
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&tmp)
             .map_err(|e| io_err(path, "create", e))?;
+        // The mode asked for, not narrowed by the umask (a group-shared file must be group-writable).
+        f.set_permissions(fs::Permissions::from_mode(mode))
+            .map_err(|e| io_err(path, "set the mode of", e))?;
         f.write_all(&page).map_err(|e| io_err(path, "write", e))?;
         f.sync_all().map_err(|e| io_err(path, "sync", e))?;
         match fs::hard_link(&tmp, path) {
@@ -1183,7 +1263,10 @@ fn create(
             Err(e) => return Err(io_err(path, "create (link)", e)),
         }
         // Make the new name itself durable: sync the directory.
-        File::open(dir)
+        OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(dir)
             .and_then(|d| d.sync_all())
             .map_err(|e| io_err(path, "sync the directory of", e))
     })();
@@ -1467,7 +1550,13 @@ mod tests {
         fs::write(&o.boot_id_path, "\n").unwrap();
         b.force_stamp(10);
         drop(b);
-        assert_eq!(HostStamp::open(&o, "fp", &tb()).unwrap().load(), c);
+        let first = HostStamp::open(&o, "fp", &tb()).unwrap();
+        assert_eq!(first.load(), c);
+        // While a process has the file open there was no crash since it opened it: a second
+        // process trusts the stamp and does not push the running one ahead of its clock.
+        first.force_stamp(c - 7);
+        let second = HostStamp::open(&o, "fp", &tb()).unwrap();
+        assert_eq!(second.load(), c - 7);
         fs::remove_dir_all(d).unwrap();
     }
 
@@ -1615,25 +1704,101 @@ mod tests {
         };
         // 2 ms margin: the first id is tick 1002's counter 0.
         assert_eq!(
-            fresh_stamp(&tb(), 1_000 * ms, &Policy::DEFAULT),
+            fresh_stamp(&tb(), 1_000 * ms, &Policy::DEFAULT, false),
             (1_002 << 12) - 1
         );
-        // Under RunAhead the lead is added.
+        // Under RunAhead the lead is added; in durable mode one second more.
         assert_eq!(
-            fresh_stamp(&tb(), 1_000 * ms, &run_ahead),
+            fresh_stamp(&tb(), 1_000 * ms, &run_ahead, false),
             (1_007 << 12) - 1
+        );
+        assert_eq!(
+            fresh_stamp(&tb(), 1_000 * ms, &run_ahead, true),
+            (2_007 << 12) - 1
         );
         let d = tmpdir("fresh");
         let o = StateOptions::new(d.join("f.state"));
-        let t0 = crate::clock::WallClock.now_ns();
-        let a = HostStamp::open_fresh(&o, "fp", &tb(), 12_345).unwrap();
-        assert_eq!(a.load(), 12_345);
-        // Nobody issues from a new file before its margin has passed.
-        assert!(crate::clock::WallClock.now_ns() >= t0 + FRESH_MARGIN.as_nanos() as u64);
-        // An existing file keeps its stamp.
-        assert_eq!(
-            HostStamp::open_fresh(&o, "fp", &tb(), 99).unwrap().load(),
+        let asked = std::sync::atomic::AtomicU64::new(0);
+        let a = HostStamp::open_fresh(&o, "fp", &tb(), &|| {
+            asked.fetch_add(1, Ordering::Relaxed);
             12_345
+        })
+        .unwrap();
+        assert_eq!(a.load(), 12_345);
+        // An existing file keeps its stamp, and the fresh stamp is not even computed.
+        assert_eq!(
+            HostStamp::open_fresh(&o, "fp", &tb(), &|| {
+                asked.fetch_add(1, Ordering::Relaxed);
+                99
+            })
+            .unwrap()
+            .load(),
+            12_345
+        );
+        assert_eq!(asked.load(Ordering::Relaxed), 1);
+        fs::remove_dir_all(d).unwrap();
+    }
+
+    #[test]
+    fn a_rewound_or_rewritten_file_is_refused() {
+        let d = tmpdir("rewound");
+        let path = d.join("r.state");
+        let a = HostStamp::open(&StateOptions::new(&path), "fp", &tb()).unwrap();
+        let ms = 1_000_000;
+        a.force_stamp(5_000);
+        a.check_issued(10 * ms, 5_000).unwrap();
+        // A backup copied over the live file: same inode, whole again, an older stamp.
+        let mut old = state_header("fp");
+        old[OFF_STAMP..OFF_STAMP + 8].copy_from_slice(&100u64.to_ne_bytes());
+        fs::write(&path, &old).unwrap();
+        // The next id's stamp (101, from the rewound cell) is refused at once, not a ms later.
+        a.force_stamp(101);
+        let e = a.check_issued(10 * ms, 101).unwrap_err();
+        assert!(e.to_string().contains("was rewound"), "{e}");
+
+        // A file rewritten with another header (same inode) is caught at the next check.
+        let path2 = d.join("w.state");
+        let b = HostStamp::open(&StateOptions::new(&path2), "fp", &tb()).unwrap();
+        b.check_issued(10 * ms, 1).unwrap();
+        fs::write(&path2, state_header("fp-other")).unwrap();
+        let e = b.check_issued(11 * ms, 2).unwrap_err();
+        assert!(e.to_string().contains("was replaced"), "{e}");
+        fs::remove_dir_all(d).unwrap();
+    }
+
+    #[test]
+    fn a_private_explicit_mode_keeps_the_owner_check() {
+        if euid() != 0 {
+            eprintln!("NOTE: not root, the other-owner case cannot be set up here");
+            return;
+        }
+        let d = tmpdir("mode600");
+        let path = d.join("o.state");
+        drop(HostStamp::open(&StateOptions::new(&path), "fp", &tb()).unwrap());
+        std::os::unix::fs::chown(&path, Some(65534), None).unwrap();
+        // --state-mode 600 is private: another user's file is still refused.
+        let e = HostStamp::open(&StateOptions::new(&path).shared_mode(0o600), "fp", &tb())
+            .unwrap_err();
+        assert!(e.to_string().contains("owned by user id 65534"), "{e}");
+        // A group-writable shared mode accepts it (its mode is within what was asked for).
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o660)).unwrap();
+        drop(HostStamp::open(&StateOptions::new(&path).shared_mode(0o660), "fp", &tb()).unwrap());
+        // A symlink owned by another user, standing for the directory, is refused.
+        let real = d.join("real");
+        fs::create_dir(&real).unwrap();
+        fs::set_permissions(&real, fs::Permissions::from_mode(0o700)).unwrap();
+        let link = d.join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        std::os::unix::fs::lchown(&link, Some(65534), None).unwrap();
+        let e = HostStamp::open(&StateOptions::new(link.join("x.state")), "fp", &tb())
+            .unwrap_err();
+        assert!(e.to_string().contains("symbolic link owned by user id 65534"), "{e}");
+        // A group-shared file gets exactly the mode asked for, whatever the umask.
+        let shared = d.join("g.state");
+        drop(HostStamp::open(&StateOptions::new(&shared).shared_mode(0o660), "fp", &tb()).unwrap());
+        assert_eq!(
+            fs::metadata(&shared).unwrap().permissions().mode() & 0o777,
+            0o660
         );
         fs::remove_dir_all(d).unwrap();
     }

@@ -298,18 +298,15 @@ impl<C: Clock> HostGenerator<C, crate::shm::HostStamp> {
         policy: Policy,
         state: &crate::shm::StateOptions,
     ) -> Result<Self, Error> {
-        let tb = host.timebase();
-        let fp = crate::shm::fingerprint(
+        let seq = crate::generator::host_wide_sequencer(
             "nanots-host",
             &format!("digits={}", host.digits()),
-            &tb,
+            host.timebase(),
             host.host(),
-            state.durable,
-            &policy,
-        );
-        let fresh = crate::shm::fresh_stamp(&tb, clock.now_ns(), &policy);
-        let cell = crate::shm::HostStamp::open_fresh(state, &fp, &tb, fresh)?;
-        let seq = Sequencer::with_cell(clock, cell, tb, policy)?;
+            clock,
+            policy,
+            state,
+        )?;
         Self::with_sequencer(host, seq)
     }
 }
