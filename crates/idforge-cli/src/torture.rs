@@ -546,6 +546,7 @@ pub fn run(a: TortureArgs) -> anyhow::Result<ExitCode> {
             }
         }
     });
+    let secs = start.elapsed().as_secs_f64();
     let signal = SIGNAL.load(Ordering::SeqCst);
     let mut t = shared.tally.into_inner().unwrap_or_else(|p| p.into_inner());
     let mut issued = 0u64;
@@ -580,7 +581,6 @@ pub fn run(a: TortureArgs) -> anyhow::Result<ExitCode> {
         || t.child_failures > 0
         || (silent_counts && !silent.is_empty());
 
-    let secs = start.elapsed().as_secs_f64();
     let mut out = std::io::stdout().lock();
     writeln!(out, "idforge torture summary ({secs:.0} s)")?;
     writeln!(out, "  ids issued            {issued}")?;
