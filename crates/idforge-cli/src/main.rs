@@ -52,6 +52,9 @@ enum Command {
         /// Directory for the ids.
         #[arg(long)]
         out: std::path::PathBuf,
+        /// The generator: uuid7, or snowflake running ahead of the clock.
+        #[arg(long, value_enum, default_value = "uuid7")]
+        scheme: torture::ForkScheme,
     },
 }
 
@@ -181,7 +184,7 @@ fn main() -> ExitCode {
         Command::Inspect(a) => inspect_cmd(a),
         Command::Schemes => schemes(),
         Command::Torture(a) => torture::run(a),
-        Command::TortureFork { count, out } => torture::fork_child(&out, count),
+        Command::TortureFork { count, out, scheme } => torture::fork_child(&out, count, scheme),
     };
     match result {
         Ok(code) => code,

@@ -198,6 +198,74 @@ fn bad_arguments_get_one_line_errors() {
 }
 
 #[test]
+fn at_beyond_a_layout_fails_naming_the_year_it_runs_out() {
+    // Snowflake: 41 bits of ms from 2010-11-04T01:42:54.657Z, the last one 2080-07-10T17:30:30.208Z.
+    // Sonyflake: 39 bits of 10 ms from 2014-09-01, out in 2188.
+    for (scheme, at, year) in [
+        ("snowflake", "2090-01-01T00:00:00Z", "2080"),
+        ("snowflake", "2080-07-10T17:30:30.209Z", "2080"),
+        ("sonyflake", "2200-01-01T00:00:00Z", "2188"),
+    ] {
+        let o = idforge(&["gen", scheme, "--node", "1", "--at", at]);
+        assert_eq!(o.status.code(), Some(2), "{scheme} --at {at}");
+        assert!(stdout(&o).is_empty(), "{scheme} --at {at}: no id");
+        let e = stderr(&o);
+        assert!(
+            e.contains(scheme) && e.contains(&format!("ran out in the year {year}")),
+            "{scheme} --at {at}: {e}"
+        );
+        assert_eq!(e.lines().count(), 1, "{e}");
+    }
+    // The last millisecond is still in range: all 41 time bits set.
+    let o = idforge(&[
+        "gen",
+        "snowflake",
+        "--node",
+        "1",
+        "--at",
+        "2080-07-10T17:30:30.208Z",
+        "--format",
+        "hex",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "7fffffffffc01000\n");
+}
+
+#[test]
+fn at_near_the_end_with_a_count_crossing_it_fails_and_never_wraps() {
+    // Two milliseconds before the end hold 2 x 4,096 ids; 10,000 asked for: the 8,192 that fit
+    // are printed, then an error, never an id from a wrapped (early) time.
+    let o = idforge(&[
+        "gen",
+        "snowflake",
+        "--node",
+        "1",
+        "--at",
+        "2080-07-10T17:30:30.207Z",
+        "-n",
+        "10000",
+        "--format",
+        "hex",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("ran out in the year 2080"), "{e}");
+    let ids: Vec<u64> = stdout(&o)
+        .lines()
+        .map(|l| u64::from_str_radix(l, 16).unwrap())
+        .collect();
+    assert_eq!(ids.len(), 8192);
+    assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    let last_ms = (1u64 << 41) - 1;
+    assert!(
+        ids.iter()
+            .all(|id| id >> 22 >= last_ms - 1 && id >> 63 == 0),
+        "every id in the last two milliseconds, the sign bit clear"
+    );
+    assert_eq!(*ids.last().unwrap(), 0x7fff_ffff_ffc0_1fff);
+}
+
+#[test]
 fn custom_layout_generates_and_decodes() {
     let spec = "time:41,node:10,counter:12,tick=1ms,epoch=2020-01-01T00:00:00Z";
     let o = idforge(&[

@@ -27,38 +27,136 @@ fn parse_hex(out: &str, width: usize) -> Vec<u128> {
         .collect()
 }
 
-#[test]
-fn four_processes_on_one_state_file_never_collide() {
-    let d = tmpdir("four");
-    let state = d.join("uuid7.state");
-    let children: Vec<_> = (0..4)
+/// Starts `n` processes of `idforge gen ARGS --state STATE` at once and returns each one's
+/// output lines, after checking that it succeeded.
+fn run_together(n: usize, args: &[&str], state: &Path) -> Vec<String> {
+    let children: Vec<_> = (0..n)
         .map(|_| {
             idforge()
-                .args([
-                    "gen", "uuid7", "--shared", "--format", "hex", "-n", "1000000", "--state",
-                ])
-                .arg(&state)
+                .arg("gen")
+                .args(args)
+                .arg("--state")
+                .arg(state)
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
                 .unwrap()
         })
         .collect();
-    let mut all = HashSet::with_capacity(4_000_000);
-    for c in children {
-        let o = c.wait_with_output().unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let ids = parse_hex(&String::from_utf8(o.stdout).unwrap(), 32);
-        assert_eq!(ids.len(), 1_000_000);
+    children
+        .into_iter()
+        .map(|c| {
+            let o = c.wait_with_output().unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            String::from_utf8(o.stdout).unwrap()
+        })
+        .collect()
+}
+
+/// Checks that each process's ids strictly increase and that no id was issued twice; returns all.
+fn unique_across(per_process: &[Vec<u128>], what: &str) -> HashSet<u128> {
+    let mut all = HashSet::new();
+    let mut duplicates = 0;
+    for ids in per_process {
         assert!(
             ids.windows(2).all(|w| w[0] < w[1]),
             "each process's ids strictly increase"
         );
-        for id in ids {
-            assert!(all.insert(id), "duplicate across processes: {id:032x}");
-        }
+        duplicates += ids.iter().filter(|&&id| !all.insert(id)).count();
     }
+    let total: usize = per_process.iter().map(Vec::len).sum();
+    assert_eq!(
+        duplicates, 0,
+        "{what}: {duplicates} of {total} ids were issued by two processes: the state file's stamp is not shared"
+    );
+    all
+}
+
+/// The 12-bit counter and 10-bit node below Snowflake's millisecond.
+fn snowflake_ms(id: u128) -> u128 {
+    id >> 22
+}
+
+#[test]
+fn four_processes_on_one_state_file_never_collide() {
+    // Snowflake has no random bits: two processes issue the same id whenever they take the same
+    // counter value in the same millisecond. Four processes × 1,000,000 ids, running ahead of the
+    // clock (up to 2 s) when 4,096 per ms is not enough, run through the same milliseconds; on
+    // private copies of the stamp each would start every millisecond at counter 0.
+    let d = tmpdir("four");
+    let state = d.join("snowflake.state");
+    let args = [
+        "snowflake",
+        "--node",
+        "6",
+        "--shared",
+        "--run-ahead",
+        "--max-lead",
+        "2000",
+        "--format",
+        "hex",
+        "-n",
+        "1000000",
+    ];
+    let per: Vec<Vec<u128>> = run_together(4, &args, &state)
+        .iter()
+        .map(|o| parse_hex(o, 16))
+        .collect();
+    assert!(per.iter().all(|ids| ids.len() == 1_000_000));
+    let all = unique_across(&per, "4 processes x 1,000,000 snowflake ids");
     assert_eq!(all.len(), 4_000_000);
+    // The test has teeth only if the processes shared milliseconds.
+    let ms: Vec<HashSet<u128>> = per
+        .iter()
+        .map(|ids| ids.iter().map(|&id| snowflake_ms(id)).collect())
+        .collect();
+    let shared = (0..4)
+        .flat_map(|i| (i + 1..4).map(move |j| (i, j)))
+        .map(|(i, j)| ms[i].intersection(&ms[j]).count())
+        .sum::<usize>();
+    assert!(
+        shared > 0,
+        "the processes never ran in the same millisecond"
+    );
+    std::fs::remove_dir_all(d).unwrap();
+}
+
+#[test]
+fn nanots_host_processes_on_one_state_file_never_collide() {
+    // nanots-host with 3 host digits: one value per microsecond, no counter, no random bits.
+    // Each process asks for far more than one per microsecond and runs up to 1 ms ahead; on
+    // private copies of the stamp four processes would issue the same values.
+    let d = tmpdir("nanots-host");
+    let state = d.join("nanots-host.state");
+    let args = [
+        "nanots-host",
+        "--host",
+        "42",
+        "--host-digits",
+        "3",
+        "--shared",
+        "-n",
+        "100000",
+    ];
+    let per: Vec<Vec<u128>> = run_together(4, &args, &state)
+        .iter()
+        .map(|o| o.lines().map(|l| l.parse().unwrap()).collect())
+        .collect();
+    assert!(per.iter().all(|ids| ids.len() == 100_000));
+    assert!(
+        per.iter().flatten().all(|v| v % 1000 == 42),
+        "host id in the last 3 digits"
+    );
+    let all = unique_across(&per, "4 processes x 100,000 nanots-host values");
+    assert_eq!(all.len(), 400_000);
+    // The test has teeth only if the processes ran in the same microseconds (their ranges
+    // overlap): on private stamps they would then have issued the same values.
+    let ranges: Vec<_> = per.iter().map(|v| (v[0], *v.last().unwrap())).collect();
+    let overlapping = (0..4)
+        .flat_map(|i| (i + 1..4).map(move |j| (i, j)))
+        .filter(|&(i, j)| ranges[i].0 <= ranges[j].1 && ranges[j].0 <= ranges[i].1)
+        .count();
+    assert!(overlapping > 0, "the processes never ran at the same time");
     std::fs::remove_dir_all(d).unwrap();
 }
 
@@ -68,10 +166,13 @@ fn run_and_kill(state: &Path, out: &Path, ms: u64) -> Vec<u128> {
     let mut c = idforge()
         .args([
             "gen",
-            "snowflake",
+            "global-id",
             "--node",
             "5",
             "--shared",
+            "--run-ahead",
+            "--max-lead",
+            "2000",
             "--format",
             "hex",
             "-n",
@@ -90,10 +191,15 @@ fn run_and_kill(state: &Path, out: &Path, ms: u64) -> Vec<u128> {
 
 #[test]
 fn twenty_kill_9_cycles_on_one_state_file() {
+    // GlobalId issues 128 ids per ms; each run asks for a billion and runs up to 2 s ahead of the
+    // clock within milliseconds, so when it is killed its last ids are far in the future. The
+    // next run starts within those 2 s: only the stamp kept in the shared file makes it continue
+    // above them (a fresh stamp would start at the clock and re-issue them).
     let d = tmpdir("kill");
-    let state = d.join("snowflake.state");
+    let state = d.join("global-id.state");
     let mut all = HashSet::new();
     let mut previous_last = 0u128;
+    let mut ahead = 0;
     // A pseudo-random kill moment per cycle (30..130 ms), reproducible.
     let mut x = 0x2545_F491_4F6C_DD1Du64;
     let mut nonempty = 0;
@@ -102,6 +208,10 @@ fn twenty_kill_9_cycles_on_one_state_file() {
         x ^= x >> 7;
         x ^= x << 17;
         let ids = run_and_kill(&state, &d.join(format!("out{cycle}")), 30 + x % 100);
+        let killed_at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis();
         if ids.is_empty() {
             continue; // killed before its first buffered write: nothing to compare
         }
@@ -109,16 +219,29 @@ fn twenty_kill_9_cycles_on_one_state_file() {
         assert!(ids.windows(2).all(|w| w[0] < w[1]));
         assert!(
             ids[0] > previous_last,
-            "cycle {cycle}: first id not above the previous run's last"
+            "cycle {cycle}: first id {:016x} not above the previous run's last {previous_last:016x}",
+            ids[0]
         );
         previous_last = *ids.last().unwrap();
-        for id in ids {
-            assert!(all.insert(id), "cycle {cycle}: duplicate {id:016x}");
+        // GlobalId: node(10) | ms(47) | counter(7).
+        if (previous_last >> 7) & ((1 << 47) - 1) > killed_at + 100 {
+            ahead += 1;
         }
+        let before = all.len();
+        all.extend(ids.iter().copied());
+        assert_eq!(
+            all.len() - before,
+            ids.len(),
+            "cycle {cycle}: ids issued by an earlier run"
+        );
     }
     assert!(
         nonempty >= 10,
         "most runs print ids before they are killed ({nonempty}/20)"
+    );
+    assert!(
+        ahead >= nonempty / 2,
+        "runs must end ahead of the clock for the test to mean anything ({ahead}/{nonempty})"
     );
     std::fs::remove_dir_all(d).unwrap();
 }

@@ -5,7 +5,10 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use idforge::{Error, Generator, ManualClock, Policy, Scheme, StateFileError, StateOptions};
+use idforge::{
+    Error, Generator, ManualClock, OnClockBehind, OnExhausted, Policy, Scheme, StateFileError,
+    StateOptions,
+};
 
 const MS: u64 = 1_000_000;
 const T: u64 = 1_800_000_000_000 * MS; // 2027-01-15
@@ -80,35 +83,68 @@ fn parent_and_forked_child_never_collide() {
     assert_eq!(all.len(), 2 * N, "parent and child issued the same id");
 }
 
+/// GlobalId (128 ids per ms, no random bits) allowed to run up to 2 s ahead of its clock: every
+/// generator that starts within 2 s of another runs through the same ticks, so only a shared stamp
+/// keeps their ids apart.
+const RUN_AHEAD_2S: Policy = Policy {
+    on_exhausted: OnExhausted::RunAhead,
+    max_lead: Duration::from_secs(2),
+    on_clock_behind: OnClockBehind::Fail,
+};
+
 #[test]
 fn generators_on_one_state_file_share_one_sequence() {
+    // Four generators, each with its own mapping of one state file, in four threads, on one frozen
+    // clock: each takes 50,000 GlobalId ids (390 ms of ticks at 128 per ms). On private copies of
+    // the page each would issue the same 50,000 ids from the same tick; sharing the stamp, they
+    // take 200,000 distinct ids between them.
     let d = tmpdir("share");
-    let state = StateOptions::new(d.join("uuid7.state"));
+    let state = StateOptions::new(d.join("global-id.state"));
+    let clock = ManualClock::new(T);
     let gens: Vec<_> = (0..4)
         .map(|_| {
             Generator::host_wide(
-                &Scheme::Uuid7,
-                None,
-                idforge::WallClock,
-                Policy::DEFAULT,
+                &Scheme::GlobalId,
+                Some(5),
+                clock.clone(),
+                RUN_AHEAD_2S,
                 &state,
             )
             .unwrap()
         })
         .collect();
+    let start = std::sync::Barrier::new(gens.len());
     let per: Vec<Vec<u128>> = std::thread::scope(|s| {
         let hs: Vec<_> = gens
             .iter()
-            .map(|g| s.spawn(move || (0..50_000).map(|_| g.next().unwrap()).collect::<Vec<_>>()))
+            .map(|g| {
+                let start = &start;
+                s.spawn(move || {
+                    start.wait();
+                    (0..50_000).map(|_| g.next().unwrap()).collect::<Vec<_>>()
+                })
+            })
             .collect();
         hs.into_iter().map(|h| h.join().unwrap()).collect()
     });
     let mut all = HashSet::new();
+    let mut duplicates = 0;
     for v in &per {
-        assert!(v.windows(2).all(|w| w[0] < w[1]));
-        all.extend(v.iter().copied());
+        assert!(
+            v.windows(2).all(|w| w[0] < w[1]),
+            "each generator's ids increase"
+        );
+        duplicates += v.iter().filter(|&&id| !all.insert(id)).count();
     }
-    assert_eq!(all.len(), 200_000);
+    assert_eq!(
+        duplicates, 0,
+        "{duplicates} of 200,000 ids were issued twice: the generators do not share the state file's stamp"
+    );
+    // One sequence: the 200,000 stamps are consecutive from the frozen clock's tick, the last
+    // 1.56 s ahead of it.
+    let layout = Scheme::GlobalId.layout();
+    let top = all.iter().map(|&id| layout.decode(id).ticks).max().unwrap();
+    assert_eq!(top as u64, T / MS + (200_000 - 1) / 128);
     std::fs::remove_dir_all(d).unwrap();
 }
 
@@ -305,15 +341,39 @@ fn an_unwritable_location_is_a_clear_error() {
 
 #[test]
 fn nanots_tags_share_one_state_file() {
+    // Two tags on one file, in two threads, on one frozen clock: nanots has no counter (one value
+    // per 32 ns tick), so each of 10,000 calls runs one tick further ahead. On private copies both
+    // would take the same 10,000 ticks; on one stamp every tick is taken once, whatever the tag.
     let d = tmpdir("tags");
     let state = StateOptions::new(d.join("nanots.state"));
     let policy = Scheme::NanoTs.default_policy();
-    let plain =
-        Generator::host_wide(&Scheme::NanoTs, None, idforge::WallClock, policy, &state).unwrap();
+    let clock = ManualClock::new(T);
+    let plain = Generator::host_wide(&Scheme::NanoTs, None, clock.clone(), policy, &state).unwrap();
     let tagged =
-        Generator::host_wide(&Scheme::NanoTs, Some(3), idforge::WallClock, policy, &state).unwrap();
-    let (a, b) = (plain.next_u64().unwrap(), tagged.next_u64().unwrap());
-    assert_eq!(b & 31, 3);
-    assert!(b >> 5 > a >> 5, "one stamp for every tag");
+        Generator::host_wide(&Scheme::NanoTs, Some(3), clock.clone(), policy, &state).unwrap();
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| {
+            (0..10_000)
+                .map(|_| plain.next_u64().unwrap())
+                .collect::<Vec<_>>()
+        });
+        let b = s.spawn(|| {
+            (0..10_000)
+                .map(|_| tagged.next_u64().unwrap())
+                .collect::<Vec<_>>()
+        });
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    assert!(a.iter().all(|v| v & 31 == 0) && b.iter().all(|v| v & 31 == 3));
+    let mut ticks = HashSet::new();
+    let shared = a
+        .iter()
+        .chain(&b)
+        .filter(|&&v| !ticks.insert(v >> 5))
+        .count();
+    assert_eq!(
+        shared, 0,
+        "{shared} ticks were taken by both tags: the tags do not share one stamp"
+    );
     std::fs::remove_dir_all(d).unwrap();
 }
