@@ -54,6 +54,19 @@ fn spawn_gen(state: &Path, count: u64, out: &Path, err: &Path) -> std::process::
         .unwrap()
 }
 
+/// Waits until a process started with [`spawn_gen`] prints ids (creating its state file first
+/// takes `max_lead` and a margin).
+fn wait_for_ids(out: &Path) {
+    let start = std::time::Instant::now();
+    while std::fs::metadata(out).map_or(0, |m| m.len()) == 0 {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "no ids after 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 #[test]
 fn a_state_file_deleted_under_a_running_process_stops_it_and_nothing_repeats() {
     let d = tmpdir("deleted");
@@ -61,6 +74,7 @@ fn a_state_file_deleted_under_a_running_process_stops_it_and_nothing_repeats() {
     let (out_a, err_a) = (d.join("a.out"), d.join("a.err"));
     let mut a = spawn_gen(&state, 40_000_000, &out_a, &err_a);
     // Let it run ahead of the clock, then delete its file and start a new process on the path.
+    wait_for_ids(&out_a);
     std::thread::sleep(Duration::from_millis(700));
     std::fs::remove_file(&state).unwrap();
     let b = idforge()
@@ -99,6 +113,7 @@ fn a_state_file_truncated_under_a_running_process_is_an_error_not_a_signal() {
     let state = d.join("sf.state");
     let (out, err) = (d.join("a.out"), d.join("a.err"));
     let mut a = spawn_gen(&state, 40_000_000, &out, &err);
+    wait_for_ids(&out);
     std::thread::sleep(Duration::from_millis(300));
     std::fs::OpenOptions::new()
         .write(true)

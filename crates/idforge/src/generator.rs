@@ -87,15 +87,15 @@ pub(crate) fn random_u128(source: RandomSource) -> u128 {
 
 /// A batch's own random generator, seeded once from the thread's.
 enum BatchRng {
-    Secure(StdRng),
+    Secure(Box<StdRng>),
     Fast(SmallRng),
 }
 
 impl BatchRng {
     fn new(source: RandomSource) -> BatchRng {
         match source {
-            RandomSource::Secure => BatchRng::Secure(with_secure(|r| StdRng::from_rng(r))),
-            RandomSource::Fast => BatchRng::Fast(with_fast(|r| SmallRng::from_rng(r))),
+            RandomSource::Secure => BatchRng::Secure(Box::new(with_secure(StdRng::from_rng))),
+            RandomSource::Fast => BatchRng::Fast(with_fast(SmallRng::from_rng)),
         }
     }
 
@@ -110,9 +110,9 @@ impl BatchRng {
 
 /// A sequencer whose stamp is in a state file: the one place that binds a file to a scheme
 /// (`name`, `layout_spec`, time base, `node`, durable mode and policy: the fingerprint), starts a
-/// new file ahead of the clock ([`fresh_stamp`]) and, after opening, waits (at most about a
-/// second and a half) while the stamp is further ahead of the clock than the policy lets a
-/// process issue (a new file, or a durable recovery raised it).
+/// new file above every id a deleted predecessor could still issue ([`fresh_stamp`]) and, after
+/// opening, waits (at most about a second and a half) while the stamp is further ahead of the
+/// clock than the policy lets a process issue (a durable recovery raised it).
 pub(crate) fn host_wide_sequencer<C: Clock>(
     name: &str,
     layout_spec: &str,
@@ -123,11 +123,10 @@ pub(crate) fn host_wide_sequencer<C: Clock>(
     state: &StateOptions,
 ) -> Result<Sequencer<C, HostStamp>, Error> {
     let fp = fingerprint(name, layout_spec, &tb, node, state.durable, &policy);
-    let cell = HostStamp::open_fresh(state, &fp, &tb, &|| {
-        fresh_stamp(&tb, clock.now_ns(), &policy, state.durable)
-    })?;
+    let wait = crate::shm::fresh_wait(&policy, state.durable);
+    let cell = HostStamp::open_fresh(state, &fp, &tb, wait, &|| fresh_stamp(&tb, clock.now_ns()))?;
     let seq = Sequencer::with_cell(clock, cell, tb, policy)?;
-    let allowed = crate::shm::policy_lead(&policy) + crate::shm::FRESH_MARGIN;
+    let allowed = crate::shm::policy_lead(&policy);
     let start = std::time::Instant::now();
     let limit = std::time::Duration::from_millis(1_500) + allowed;
     while seq.lead() > allowed && start.elapsed() < limit {
@@ -562,10 +561,8 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
         rshift: u32,
         tc: impl Fn(u64) -> u128,
     ) {
-        let mut stamp = first;
-        for slot in out {
+        for (stamp, slot) in (first..).zip(out.iter_mut()) {
             *slot = self.base | tc(stamp) | (rng.next_u64() >> rshift) as u128;
-            stamp += 1;
         }
     }
 

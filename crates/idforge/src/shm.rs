@@ -56,10 +56,10 @@
 //!   every id after the check fails. The same check compares the header with the one opened (a
 //!   file rewritten in place) and the stamp with the one seen at the previous check (a stamp
 //!   written back); an id whose stamp is not above the last check's makes that comparison at
-//!   once. A newly created file starts its stamp [`FRESH_MARGIN`] (plus the policy's lead under
-//!   `RunAhead`, plus one second in durable mode) ahead of the clock, so ids from a new file at
-//!   the same path start above every id the processes on the old file (with the same policy)
-//!   could still issue before they noticed.
+//!   once. The process that creates a new file waits [`FRESH_MARGIN`] (plus `max_lead` under
+//!   `RunAhead`, plus one second in durable mode) after finding it missing, then starts its stamp
+//!   at the clock: ids from a new file at the same path start above every id the processes on
+//!   the old file (with the same policy) could still issue before they noticed.
 //!
 //! # Durable mode
 //!
@@ -107,10 +107,10 @@ const FINGERPRINT_LEN: usize = 256;
 /// still names the file it mapped.
 pub const CHECK_INTERVAL: Duration = Duration::from_millis(1);
 
-/// How far ahead of the clock a newly created state file starts (plus the policy's lead under
-/// `RunAhead`), and how long after its creation no process issues from it: more than
-/// [`CHECK_INTERVAL`], so processes still using a deleted file at the same path stop before
-/// their stamps could reach the new file's.
+/// How long a process that creates a state file waits before it reads the clock for the file's
+/// first stamp ([`fresh_wait`]): more than [`CHECK_INTERVAL`], so processes still using a deleted
+/// file at the same path have stopped, and their stamps are below the clock (plus the lead their
+/// policy allows).
 pub const FRESH_MARGIN: Duration = Duration::from_millis(2);
 
 /// The lead a fresh state file allows for under the unbounded policy of a fixed clock (whose
@@ -309,6 +309,29 @@ pub fn fingerprint(
     )
 }
 
+/// How long the process that creates a state file waits, after it found the file missing and
+/// before it reads the clock for the new file's first stamp: [`FRESH_MARGIN`], plus the lead a
+/// process may issue ahead of its clock under `RunAhead` (`max_lead`), plus one second in
+/// durable mode (a process that recovered to a durable mark may be up to that far ahead).
+/// Processes still issuing from a deleted file at the same path (with the same policy) stop
+/// within [`CHECK_INTERVAL`], and their stamps were at most that far ahead of the clock: the new
+/// file's stamps start above theirs. The unbounded policy of a fixed clock (`--at`) has no lead
+/// to wait out.
+pub fn fresh_wait(policy: &Policy, durable: bool) -> Duration {
+    let lead = match policy.on_exhausted {
+        OnExhausted::RunAhead if policy.max_lead == Duration::MAX => Duration::ZERO,
+        OnExhausted::RunAhead => policy.max_lead,
+        OnExhausted::Wait => Duration::ZERO,
+    };
+    FRESH_MARGIN
+        + lead
+        + if durable {
+            Duration::from_secs(1)
+        } else {
+            Duration::ZERO
+        }
+}
+
 /// How far ahead of its clock a process following `policy` may issue: `max_lead` under
 /// `RunAhead` (one second for the unbounded policy), nothing under `Wait` (whose lead comes only
 /// from a clock that stepped back).
@@ -320,19 +343,11 @@ pub fn policy_lead(policy: &Policy) -> Duration {
     }
 }
 
-/// The stamp a newly created state file starts at, for a generator whose clock reads `now_ns`:
-/// [`FRESH_MARGIN`] ahead of it, plus [`policy_lead`], plus one second in durable mode (a process
-/// that recovered to a durable mark may be that far ahead), less one so that the first id takes
-/// counter 0 of that tick. Processes still issuing from a deleted file at the same path (with the
-/// same policy) were at most that far ahead of the clock.
-pub fn fresh_stamp(tb: &Timebase, now_ns: u64, policy: &Policy, durable: bool) -> u64 {
-    let lead = policy_lead(policy)
-        + if durable {
-            Duration::from_secs(1)
-        } else {
-            Duration::ZERO
-        };
-    let at = u128::from(now_ns) + FRESH_MARGIN.as_nanos() + lead.as_nanos();
+/// The stamp a newly created state file starts at, for a generator whose clock reads `now_ns`
+/// (read after [`HostStamp::open_fresh`] waited [`fresh_wait`]): the clock's tick, less one so
+/// that the first id takes counter 0 of that tick.
+pub fn fresh_stamp(tb: &Timebase, now_ns: u64) -> u64 {
+    let at = u128::from(now_ns);
     let tick = at.saturating_sub(u128::from(tb.epoch_ns)) / u128::from(tb.tick_ns);
     let stamp = tick << tb.counter_bits;
     if stamp > u128::from(tb.max_stamp()) {
@@ -801,12 +816,12 @@ impl HostStamp {
     /// # Errors
     /// Every [`StateFileError`] but `Lost`.
     pub fn open(opts: &StateOptions, fingerprint: &str, tb: &Timebase) -> Result<HostStamp, Error> {
-        Self::open_fresh(opts, fingerprint, tb, &|| 0)
+        Self::open_fresh(opts, fingerprint, tb, Duration::ZERO, &|| 0)
     }
 
     /// Opens (creating it if needed) the state file for a generator with this fingerprint and
     /// time base; a file this call creates starts at `fresh_stamp()` (see [`fresh_stamp`]),
-    /// evaluated only after the file was found missing. In durable mode the stamp starts at or
+    /// evaluated only after the file was found missing and `wait` ([`fresh_wait`]) has passed. In durable mode the stamp starts at or
     /// above the persisted ceiling. The file and its directory must be trusted (module docs).
     ///
     /// # Errors
@@ -815,6 +830,7 @@ impl HostStamp {
         opts: &StateOptions,
         fingerprint: &str,
         tb: &Timebase,
+        wait: Duration,
         fresh_stamp: &dyn Fn() -> u64,
     ) -> Result<HostStamp, Error> {
         let path = &opts.path;
@@ -834,7 +850,8 @@ impl HostStamp {
                 .create(dir)
                 .map_err(|e| io_err(dir, "create the directory for", e))?;
         }
-        let link = fs::symlink_metadata(dir).map_err(|e| io_err(dir, "inspect the directory of", e))?;
+        let link =
+            fs::symlink_metadata(dir).map_err(|e| io_err(dir, "inspect the directory of", e))?;
         if link.file_type().is_symlink() && link.uid() != euid() && link.uid() != 0 {
             // Whoever owns the link can point it elsewhere at any time: two files for one path.
             return Err(Error::StateFile(StateFileError::Untrusted {
@@ -862,6 +879,7 @@ impl HostStamp {
         match fs::symlink_metadata(path) {
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::thread::sleep(wait);
                 create(dir, path, opts.mode, fingerprint, fresh_stamp())?;
             }
             Err(e) => return Err(io_err(path, "inspect", e)),
@@ -1134,9 +1152,9 @@ impl HostStamp {
     }
 
     fn set_broken(&self, why: u64) {
-        let _ = self
-            .broken
-            .compare_exchange(BROKEN_NONE, why, Ordering::Relaxed, Ordering::Relaxed);
+        let _ =
+            self.broken
+                .compare_exchange(BROKEN_NONE, why, Ordering::Relaxed, Ordering::Relaxed);
     }
 }
 
@@ -1702,24 +1720,22 @@ mod tests {
             max_lead: Duration::from_millis(5),
             ..Policy::DEFAULT
         };
-        // 2 ms margin: the first id is tick 1002's counter 0.
+        // The first id is the clock's tick, counter 0.
+        assert_eq!(fresh_stamp(&tb(), 1_000 * ms), (1_000 << 12) - 1);
+        // The creator waits out the margin, the RunAhead lead, and a second in durable mode.
+        assert_eq!(fresh_wait(&Policy::DEFAULT, false), FRESH_MARGIN);
         assert_eq!(
-            fresh_stamp(&tb(), 1_000 * ms, &Policy::DEFAULT, false),
-            (1_002 << 12) - 1
+            fresh_wait(&run_ahead, true),
+            FRESH_MARGIN + Duration::from_millis(5) + Duration::from_secs(1)
         );
-        // Under RunAhead the lead is added; in durable mode one second more.
-        assert_eq!(
-            fresh_stamp(&tb(), 1_000 * ms, &run_ahead, false),
-            (1_007 << 12) - 1
-        );
-        assert_eq!(
-            fresh_stamp(&tb(), 1_000 * ms, &run_ahead, true),
-            (2_007 << 12) - 1
-        );
+        assert_eq!(fresh_wait(&Policy::UNBOUNDED, false), FRESH_MARGIN);
         let d = tmpdir("fresh");
         let o = StateOptions::new(d.join("f.state"));
         let asked = std::sync::atomic::AtomicU64::new(0);
-        let a = HostStamp::open_fresh(&o, "fp", &tb(), &|| {
+        let t0 = std::time::Instant::now();
+        let a = HostStamp::open_fresh(&o, "fp", &tb(), FRESH_MARGIN, &|| {
+            // Read only after the wait: processes on a deleted file have stopped by now.
+            assert!(t0.elapsed() >= FRESH_MARGIN);
             asked.fetch_add(1, Ordering::Relaxed);
             12_345
         })
@@ -1727,7 +1743,7 @@ mod tests {
         assert_eq!(a.load(), 12_345);
         // An existing file keeps its stamp, and the fresh stamp is not even computed.
         assert_eq!(
-            HostStamp::open_fresh(&o, "fp", &tb(), &|| {
+            HostStamp::open_fresh(&o, "fp", &tb(), FRESH_MARGIN, &|| {
                 asked.fetch_add(1, Ordering::Relaxed);
                 99
             })
@@ -1777,8 +1793,8 @@ mod tests {
         drop(HostStamp::open(&StateOptions::new(&path), "fp", &tb()).unwrap());
         std::os::unix::fs::chown(&path, Some(65534), None).unwrap();
         // --state-mode 600 is private: another user's file is still refused.
-        let e = HostStamp::open(&StateOptions::new(&path).shared_mode(0o600), "fp", &tb())
-            .unwrap_err();
+        let e =
+            HostStamp::open(&StateOptions::new(&path).shared_mode(0o600), "fp", &tb()).unwrap_err();
         assert!(e.to_string().contains("owned by user id 65534"), "{e}");
         // A group-writable shared mode accepts it (its mode is within what was asked for).
         fs::set_permissions(&path, fs::Permissions::from_mode(0o660)).unwrap();
@@ -1790,9 +1806,12 @@ mod tests {
         let link = d.join("link");
         std::os::unix::fs::symlink(&real, &link).unwrap();
         std::os::unix::fs::lchown(&link, Some(65534), None).unwrap();
-        let e = HostStamp::open(&StateOptions::new(link.join("x.state")), "fp", &tb())
-            .unwrap_err();
-        assert!(e.to_string().contains("symbolic link owned by user id 65534"), "{e}");
+        let e = HostStamp::open(&StateOptions::new(link.join("x.state")), "fp", &tb()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("symbolic link owned by user id 65534"),
+            "{e}"
+        );
         // A group-shared file gets exactly the mode asked for, whatever the umask.
         let shared = d.join("g.state");
         drop(HostStamp::open(&StateOptions::new(&shared).shared_mode(0o660), "fp", &tb()).unwrap());

@@ -126,7 +126,15 @@ fn locality_sequential_mode_across_a_fork_never_repeats() {
         }
         ids
     });
-    assert_eq!(distinct(&all), 800);
+    assert_eq!(all.iter().map(Vec::len).sum::<usize>(), 800, "ids lost");
+    let mut seen = std::collections::HashMap::new();
+    for (p, ids) in all.iter().enumerate() {
+        for (k, id) in ids.iter().enumerate() {
+            if let Some((q, j)) = seen.insert(*id, (p, k)) {
+                panic!("{id:032x}: process {p} id {k} repeats process {q} id {j}");
+            }
+        }
+    }
 }
 
 #[test]
