@@ -203,6 +203,27 @@ fn twenty_kill_9_cycles_on_one_state_file() {
     // A pseudo-random kill moment per cycle (30..130 ms), reproducible.
     let mut x = 0x2545_F491_4F6C_DD1Du64;
     let mut nonempty = 0;
+    // Create the file first (its creator waits out the 2 s lead a deleted predecessor could have
+    // had; a run killed during that wait would print nothing).
+    let create = idforge()
+        .args(["gen", "global-id", "--node", "5", "--shared", "--run-ahead"])
+        .args([
+            "--max-lead",
+            "2000",
+            "-n",
+            "1",
+            "--format",
+            "hex",
+            "--state",
+        ])
+        .arg(&state)
+        .output()
+        .unwrap();
+    assert!(create.status.success());
+    let first = parse_hex(&String::from_utf8_lossy(&create.stdout), 16);
+    assert_eq!(first.len(), 1);
+    previous_last = first[0];
+    all.insert(first[0]);
     for cycle in 0..20 {
         x ^= x << 13;
         x ^= x >> 7;
