@@ -175,7 +175,7 @@ pub enum Error {
     SingletonTaken(&'static str),
     /// A shared state file could not be used.
     #[error(transparent)]
-    StateFile(#[from] crate::shm::StateFileError),
+    StateFile(#[from] StateFileError),
 }
 
 /// Shortens user input for an error message.
@@ -195,4 +195,98 @@ pub(crate) fn malformed(input: &str, reason: impl Into<String>) -> Error {
         input: clip(input),
         reason: reason.into(),
     }
+}
+
+/// What can go wrong with a state file. Each message names the file and says what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StateFileError {
+    /// The file could not be created, opened, mapped or synced.
+    #[error("state file {path}: cannot {action}: {reason}. Choose a writable location with --state PATH or IDFORGE_STATE")]
+    Io {
+        /// The file.
+        path: String,
+        /// What was being done.
+        action: &'static str,
+        /// The operating system's error.
+        reason: String,
+    },
+    /// The file is shorter than one header page.
+    #[error("state file {path} is truncated ({len} bytes, a state file has {expected}); it was not written by idforge or was cut short. Stop every process still using it, then move it away (idforge recreates it) or point --state elsewhere")]
+    Truncated {
+        /// The file.
+        path: String,
+        /// Its length.
+        len: u64,
+        /// The expected length.
+        expected: u64,
+    },
+    /// The file does not start with idforge's magic.
+    #[error("state file {path} is not an idforge state file (wrong magic bytes); refusing to overwrite it. Point --state at another path")]
+    Foreign {
+        /// The file.
+        path: String,
+    },
+    /// The file has another format version.
+    #[error("state file {path} has format version {found}, this idforge reads version {expected}; use the idforge that wrote it, or stop every process using it and move the file away")]
+    Version {
+        /// The file.
+        path: String,
+        /// The version found.
+        found: u32,
+        /// The version this build reads.
+        expected: u32,
+    },
+    /// The header's checksum does not match: it was damaged.
+    #[error("state file {path} has a corrupt header (checksum mismatch); its stamp cannot be trusted. Stop every process still using it, move it away, and restart only when the wall clock is past every id it issued")]
+    Corrupt {
+        /// The file.
+        path: String,
+    },
+    /// The file was written for another scheme, layout or node.
+    #[error("state file {path} belongs to `{found}`, not `{expected}`; sharing it would mix two id spaces. Use a separate --state path for each scheme, layout and node")]
+    Mismatch {
+        /// The file.
+        path: String,
+        /// What this generator needs.
+        expected: String,
+        /// What the file holds.
+        found: String,
+    },
+    /// The file is shared by processes with another exhaustion or clock policy.
+    #[error("state file {path} is used with policy `{found}`, but this process asks for `{expected}`; every process sharing a state file must use the same policy (--run-ahead, --max-lead, --on-clock-behind), or its own --state file")]
+    PolicyMismatch {
+        /// The file.
+        path: String,
+        /// This process's policy.
+        expected: String,
+        /// The file's policy.
+        found: String,
+    },
+    /// The file or its directory can be changed by someone else.
+    #[error("state {what} {path} is {problem}; another user could rewind or replace the stamp and make this process issue duplicate ids. {fix}")]
+    Untrusted {
+        /// `file` or `directory`.
+        what: &'static str,
+        /// The path.
+        path: String,
+        /// What is wrong (owner, mode).
+        problem: String,
+        /// What to do.
+        fix: String,
+    },
+    /// No default location for state files can be found.
+    #[error("no default directory for state files: {reason}. Pass --state PATH, or set IDFORGE_STATE (a file) or IDFORGE_STATE_DIR (a directory)")]
+    NoDefaultDir {
+        /// Why.
+        reason: String,
+    },
+    /// The file this process mapped was truncated, deleted or replaced while in use.
+    #[error("state file {path} {what} while this process was using it; it stopped issuing ids from it (ids from it could now repeat). Stop every process that used the old file, then restart them")]
+    Lost {
+        /// The file.
+        path: String,
+        /// `was truncated`, `was deleted or replaced`, ...
+        what: String,
+    },
 }

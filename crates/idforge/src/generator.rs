@@ -9,7 +9,6 @@ use rand::{Rng, SeedableRng};
 use crate::clock::{Clock, WallClock};
 use crate::error::Error;
 use crate::layout::Layout;
-use crate::schemes::Scheme;
 use crate::sequencer::{Policy, Sequencer, StampCell, StampRange};
 use crate::shm::{fingerprint, fresh_stamp, HostStamp, ProcessStamp, StateOptions};
 
@@ -108,6 +107,27 @@ impl BatchRng {
     }
 }
 
+/// What a generator needs to know of a scheme: its name, layout, default policy and node rules.
+/// [`crate::Scheme`] implements it; the generator (and everything below it) does not know the
+/// schemes, so a new layout never touches the sequencer or the generator.
+pub trait SchemeSpec {
+    /// The name, for messages and state files.
+    fn name(&self) -> &str;
+    /// The layout.
+    fn layout(&self) -> Layout;
+    /// The policy a generator uses unless told otherwise.
+    fn default_policy(&self) -> Policy;
+    /// Checks a caller's node id (required, refused, or in range) and returns the node to write.
+    ///
+    /// # Errors
+    /// When the node is missing, out of range, or not allowed.
+    fn resolve_node(&self, node: Option<u64>) -> Result<u64, Error>;
+    /// The node a host-wide state file is bound to (default: the node).
+    fn state_node(&self, node: u64) -> u64 {
+        node
+    }
+}
+
 /// A sequencer whose stamp is in a state file: the one place that binds a file to a scheme
 /// (`name`, `layout_spec`, time base, `node`, durable mode and policy: the fingerprint), starts a
 /// new file above every id a deleted predecessor could still issue ([`fresh_stamp`]) and, after
@@ -152,7 +172,7 @@ pub(crate) fn host_wide_sequencer<C: Clock>(
 /// ```
 pub struct Generator<C: Clock = WallClock, S: StampCell = ProcessStamp> {
     seq: Sequencer<C, S>,
-    scheme: Scheme,
+    name: String,
     layout: Layout,
     /// Fixed bits and node bits, the same in every id.
     base: u128,
@@ -284,7 +304,7 @@ fn encoder_for(layout: &Layout) -> Encoder {
 impl<C: Clock + std::fmt::Debug, S: StampCell> std::fmt::Debug for Generator<C, S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Generator")
-            .field("scheme", &self.scheme.name())
+            .field("scheme", &self.name)
             .field("sequencer", &self.seq)
             .finish()
     }
@@ -292,7 +312,7 @@ impl<C: Clock + std::fmt::Debug, S: StampCell> std::fmt::Debug for Generator<C, 
 
 impl Generator<WallClock, ProcessStamp> {
     /// A generator on the wall clock with the scheme's default policy.
-    pub fn new(scheme: &Scheme, node: Option<u64>) -> Result<Self, Error> {
+    pub fn new(scheme: &impl SchemeSpec, node: Option<u64>) -> Result<Self, Error> {
         Self::with_clock(scheme, node, WallClock, scheme.default_policy())
     }
 }
@@ -302,7 +322,7 @@ impl<C: Clock> Generator<C, ProcessStamp> {
     /// backfills) with a given policy. Its stamp is in-process, in a page a forked child shares,
     /// so parent and child never issue the same id.
     pub fn with_clock(
-        scheme: &Scheme,
+        scheme: &impl SchemeSpec,
         node: Option<u64>,
         clock: C,
         policy: Policy,
@@ -331,7 +351,7 @@ impl<C: Clock> Generator<C, HostStamp> {
     /// # Ok::<(), idforge::Error>(())
     /// ```
     pub fn host_wide(
-        scheme: &Scheme,
+        scheme: &impl SchemeSpec,
         node: Option<u64>,
         clock: C,
         policy: Policy,
@@ -356,7 +376,7 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
     /// A generator over an existing sequencer (for instance one whose stamp is in shared memory).
     /// The sequencer's time base must be the scheme layout's.
     pub fn with_sequencer(
-        scheme: &Scheme,
+        scheme: &impl SchemeSpec,
         node: Option<u64>,
         seq: Sequencer<C, S>,
     ) -> Result<Self, Error> {
@@ -373,7 +393,11 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
     }
 
     /// Builds without the public checks on the node (the uProtocol v8 singleton uses this).
-    pub(crate) fn build(scheme: &Scheme, node: u64, seq: Sequencer<C, S>) -> Result<Self, Error> {
+    pub(crate) fn build(
+        scheme: &impl SchemeSpec,
+        node: u64,
+        seq: Sequencer<C, S>,
+    ) -> Result<Self, Error> {
         // Batches and random generators notice a fork through the fork generation.
         crate::shm::watch_forks();
         let layout = scheme.layout();
@@ -394,7 +418,7 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
             counter_mask: (1u64 << layout.counter.width()) - 1,
             encoder: encoder_for(&layout),
             seq,
-            scheme: scheme.clone(),
+            name: scheme.name().to_string(),
             base,
             random,
             source: RandomSource::default(),
@@ -435,7 +459,7 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
         if self.layout.bits != 64 {
             return Err(Error::UnsupportedFormat {
                 format: "u64".into(),
-                scheme: self.scheme.name().into(),
+                scheme: self.name.clone(),
                 reason: format!("its ids are {} bits wide; use next()", self.layout.bits),
             });
         }
@@ -642,9 +666,9 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
         }
     }
 
-    /// The scheme.
-    pub fn scheme(&self) -> &Scheme {
-        &self.scheme
+    /// The scheme's name.
+    pub fn scheme_name(&self) -> &str {
+        &self.name
     }
 
     /// The layout.
@@ -661,7 +685,7 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
     fn name_error(&self, e: Error) -> Error {
         match e {
             Error::TimeOutOfRange { time, year, .. } => Error::TimeOutOfRange {
-                scheme: self.scheme.name().to_string(),
+                scheme: self.name.clone(),
                 time,
                 year,
             },
@@ -741,6 +765,7 @@ impl<C: Clock, S: StampCell> ExactSizeIterator for Batch<'_, C, S> {}
 mod tests {
     use super::*;
     use crate::clock::ManualClock;
+    use crate::schemes::Scheme;
     use proptest::prelude::*;
 
     fn generators() -> Vec<Generator<ManualClock>> {
@@ -772,7 +797,7 @@ mod tests {
         let kinds: Vec<String> = generators()
             .iter()
             .map(|g| {
-                format!("{}:{:?}", g.scheme().name(), g.encoder)
+                format!("{}:{:?}", g.scheme_name(), g.encoder)
                     .split(' ')
                     .next()
                     .unwrap_or("")
@@ -828,8 +853,10 @@ mod tests {
                 let stamp = stamp & g.seq.timebase().max_stamp();
                 let l = g.layout();
                 let r = l.random.deposit(random & l.random.max());
-                let expected = l.encode(5 * g.scheme().needs_node() as u128, (stamp >> g.counter_bits) as u128, (stamp & g.counter_mask) as u128, random);
-                prop_assert_eq!(g.encode_with(stamp, r), expected, "{}", g.scheme().name());
+                let node = l.node.extract(g.base); // 5 where the scheme takes a node, else 0
+                prop_assert!(node == 5 || node == 0);
+                let expected = l.encode(node, (stamp >> g.counter_bits) as u128, (stamp & g.counter_mask) as u128, random);
+                prop_assert_eq!(g.encode_with(stamp, r), expected, "{}", g.scheme_name());
             }
         }
     }

@@ -38,8 +38,8 @@ pub mod text;
 pub mod time;
 
 pub use clock::{Clock, ManualClock, WallClock};
-pub use error::Error;
-pub use generator::{Batch, Generator, RandomSource};
+pub use error::{Error, StateFileError};
+pub use generator::{Batch, Generator, RandomSource, SchemeSpec};
 pub use inspect::{inspect, Decoded};
 pub use layout::{Field, Layout, LayoutBuilder, Parts, Segment};
 pub use schemes::uuid7::uuid7;
@@ -48,8 +48,7 @@ pub use sequencer::{
     OnClockBehind, OnExhausted, Policy, Sequencer, StampCell, StampRange, Timebase,
 };
 pub use shm::{
-    default_state_dir, default_state_path, HostStamp, ProcessStamp, SharedWords, StateFileError,
-    StateOptions,
+    default_state_dir, default_state_path, HostStamp, ProcessStamp, SharedWords, StateOptions,
 };
 
 /// The README's examples, compiled and run as doc-tests.

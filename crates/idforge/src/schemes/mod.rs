@@ -202,6 +202,24 @@ impl Scheme {
     }
 }
 
+impl crate::generator::SchemeSpec for Scheme {
+    fn name(&self) -> &str {
+        Scheme::name(self)
+    }
+    fn layout(&self) -> Layout {
+        Scheme::layout(self)
+    }
+    fn default_policy(&self) -> Policy {
+        Scheme::default_policy(self)
+    }
+    fn resolve_node(&self, node: Option<u64>) -> Result<u64, Error> {
+        Scheme::resolve_node(self, node)
+    }
+    fn state_node(&self, node: u64) -> u64 {
+        Scheme::state_node(self, node)
+    }
+}
+
 impl std::fmt::Display for Scheme {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
