@@ -216,6 +216,25 @@ fn mode_switches_keep_ids_distinct() {
 }
 
 #[test]
+fn a_mode_round_trip_without_ids_in_between_never_repeats() {
+    // variable (ids) -> sequential (no id) -> variable (ids): variable mode must not restart from
+    // the point re-entering sequential mode set the counter back to.
+    let g = generator(ManualClock::new(ARTICLE_SEQ_MS * MS), true);
+    let _ = g.next();
+    let mut ids = HashSet::new();
+    for round in 0..50 {
+        g.use_variable();
+        for _ in 0..3 {
+            assert!(ids.insert(g.next()), "duplicate in round {round}");
+        }
+        g.use_sequential();
+        if round % 2 == 0 {
+            assert!(ids.insert(g.next()), "duplicate in round {round}");
+        }
+    }
+}
+
+#[test]
 fn parse_accepts_either_case_and_surrounding_whitespace() {
     let lower: LocalityUuid = "20be0ffc-314a-bd53-7a50-013a65ca76d2".parse().unwrap();
     for text in [

@@ -46,7 +46,7 @@
 //! Mode switches, [`LocalityGenerator::use_sequential`] and [`LocalityGenerator::use_variable`]:
 //!
 //! * counter and mode live in one `AtomicU64` (`counter << 32 | mode`), so a switch is a single
-//!   atomic store or `fetch_and`, and every id's encoding follows the mode in force at the instant
+//!   atomic swap, and every id's encoding follows the mode in force at the instant
 //!   of its `fetch_add`;
 //! * the step is chosen from a relaxed load just before that `fetch_add`, so an id racing a switch
 //!   may step by the other mode's amount (once per thread at most). Its counter value is still one
@@ -55,7 +55,12 @@
 //!   reseeds from the current 10-minute bucket (as the original does), except that re-entering
 //!   sequential mode within a bucket this generator already seeded continues after the last
 //!   sequential value it issued (see "What changed" below);
-//! * switching to variable mode continues from the counter's current value.
+//! * each mode keeps its own counter: switching to variable mode continues from where variable
+//!   mode was left (a switch swaps the state word, so no step taken before it is lost), never
+//!   from a value it already stepped past. (Earlier, variable mode continued from the
+//!   counter's current value, which re-entering sequential mode had set back: a
+//!   variable → sequential → variable round trip with no sequential id in between repeated the
+//!   variable ids.)
 //!
 //! Switches are serialised by a lock in the generator's fork-shared page (so also across a
 //! `fork()`); [`LocalityGenerator::next`] never takes it.
@@ -524,6 +529,8 @@ const W_BUCKET: usize = 1;
 const W_RESUME: usize = 2;
 /// The switch lock: 0 when free, else the process id of the holder.
 const W_LOCK: usize = 3;
+/// The counter when variable mode was last left.
+const W_VAR_RESUME: usize = 4;
 
 /// Holds the switch lock of a generator's shared page; released on drop.
 struct SwitchLock<'a>(&'a AtomicU64);
@@ -706,21 +713,34 @@ impl<C: Clock> LocalityGenerator<C> {
                 .store(bucket + 1, Ordering::Relaxed);
             sequential_seed(unix_ms)
         };
-        self.state().store(
+        // A swap, not a store: every variable-mode step taken until now is in `before`, so
+        // variable mode later continues above all of them.
+        let before = self.state().swap(
             (u64::from(start) << COUNTER_SHIFT) | SEQUENTIAL_BIT,
             Ordering::Relaxed,
         );
+        self.words
+            .word(W_VAR_RESUME)
+            .store(before >> COUNTER_SHIFT, Ordering::Relaxed);
     }
 
-    /// Switches to variable mode, continuing from the counter's current value.
+    /// Switches to variable mode, continuing from where variable mode was left (or, if it never
+    /// was, from the counter's current value).
     pub fn use_variable(&self) {
         let _lock = SwitchLock::take(self.words.word(W_LOCK));
-        let before = self.state().fetch_and(!SEQUENTIAL_BIT, Ordering::Relaxed);
-        if mode_of(before) == CounterMode::Sequential {
-            self.words
-                .word(W_RESUME)
-                .store(before >> COUNTER_SHIFT, Ordering::Relaxed);
+        if mode_of(self.state().load(Ordering::Relaxed)) == CounterMode::Variable {
+            return;
         }
+        // Each mode continues its own counter: going back to variable mode must not restart it
+        // from a value it already stepped past (that repeated ids when a sequential stretch
+        // issued nothing in between).
+        let resume = self.words.word(W_VAR_RESUME).load(Ordering::Relaxed);
+        let before = self
+            .state()
+            .swap(resume << COUNTER_SHIFT, Ordering::Relaxed);
+        self.words
+            .word(W_RESUME)
+            .store(before >> COUNTER_SHIFT, Ordering::Relaxed);
     }
 
     /// The current mode.
@@ -1107,12 +1127,9 @@ mod tests {
         g.use_sequential(); // no effect while sequential
         assert_eq!(g.next().counter_sequential().unwrap(), 0xf516_6776);
         assert_eq!(g.next().counter_sequential().unwrap(), 0xf516_6777);
-        // Back to variable: continues from the current value.
+        // Back to variable: continues from where variable mode was left.
         g.use_variable();
-        assert_eq!(
-            g.next().counter_reversed().unwrap(),
-            0xf516_6777u32.wrapping_add(PRIME)
-        );
+        assert_eq!(g.next().counter_reversed().unwrap(), 100 + PRIME + PRIME);
         // Re-entering sequential mode in the same bucket continues, never repeats.
         g.use_sequential();
         assert_eq!(g.next().counter_sequential().unwrap(), 0xf516_6778);

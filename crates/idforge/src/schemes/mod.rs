@@ -2,6 +2,7 @@
 //! the one [`Generator`](crate::Generator). One module per scheme documents the seed article or
 //! RFC section it implements and what was changed from it.
 
+pub mod catalog;
 pub mod global_id;
 pub mod locality;
 pub mod nanots;
@@ -77,7 +78,7 @@ impl Scheme {
             .iter()
             .find(|s| s.name() == name)
             .cloned()
-            .ok_or_else(|| Error::UnknownScheme(name.to_string()))
+            .ok_or_else(|| Error::UnknownScheme(format!("{name:?}")))
     }
 
     /// The scheme's layout.
