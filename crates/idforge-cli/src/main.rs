@@ -8,13 +8,14 @@ mod torture;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use idforge::inspect::{inspect_locality, inspect_nanots_host};
+use idforge::schemes::catalog::{self, Kind};
 use idforge::schemes::locality::{self, LocalityBuilder, LocalityGenerator};
 use idforge::schemes::nanots;
 use idforge::schemes::uprotocol_v8;
 use idforge::text::{self, Format};
 use idforge::{
-    inspect, Clock, Decoded, Error, Generator, Layout, ManualClock, OnClockBehind, OnExhausted,
-    Policy, ProcessStamp, RandomSource, Scheme, Sequencer, StampCell, StateOptions, WallClock,
+    inspect, Clock, Decoded, Error, Generator, ManualClock, OnClockBehind, OnExhausted, Policy,
+    ProcessStamp, RandomSource, Scheme, Sequencer, StampCell, StateOptions, WallClock,
 };
 
 /// Unique ids in every layout that matters: UUIDv7, uProtocol, GlobalId, Snowflake, Sonyflake,
@@ -39,7 +40,11 @@ enum Command {
     )]
     Inspect(InspectArgs),
     /// List every scheme with its layout, capacity and the year it runs out.
-    Schemes,
+    Schemes {
+        /// One JSON object per scheme (an array).
+        #[arg(long)]
+        json: bool,
+    },
     /// Run everything at once for a bounded time (processes killed and restarted on a shared
     /// state file, forks, oversubscribed threads, clock jumps) and print one summary.
     Torture(torture::TortureArgs),
@@ -182,7 +187,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Gen(a) => gen(a),
         Command::Inspect(a) => inspect_cmd(a),
-        Command::Schemes => schemes(),
+        Command::Schemes { json } => schemes(json),
         Command::Torture(a) => torture::run(a),
         Command::TortureFork { count, out, scheme } => torture::fork_child(&out, count, scheme),
     };
@@ -204,18 +209,14 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 }
 
 /// The scheme named on the command line, with `--layout` for `custom`.
+/// A bit-layout scheme by name (through the library's catalog).
 fn resolve_scheme(name: &str, layout: Option<&str>) -> Result<Scheme, Error> {
-    match (name, layout) {
-        ("custom", Some(spec)) => Ok(Scheme::Custom(Layout::parse_spec(spec)?)),
-        ("custom", None) => Err(Error::InvalidLayoutSpec {
-            spec: String::new(),
-            reason: "the custom scheme needs --layout".into(),
-        }),
-        (other, Some(_)) => Err(Error::InvalidLayoutSpec {
-            spec: layout.unwrap_or_default().into(),
-            reason: format!("--layout only applies to the custom scheme, not {other}"),
-        }),
-        (other, None) => Scheme::from_name(other),
+    match Kind::from_name(name, layout)? {
+        Kind::Layout(s) => Ok(s),
+        other => Err(Error::UnknownScheme(format!(
+            "{:?} here (it is not a bit layout)",
+            other.name()
+        ))),
     }
 }
 
@@ -229,22 +230,18 @@ fn env_node() -> anyhow::Result<Option<u64>> {
 }
 
 fn gen(a: GenArgs) -> anyhow::Result<ExitCode> {
-    if a.scheme == locality::NAME {
-        return gen_locality(a);
-    }
-    if a.sequential || a.pid.is_some() || a.mac.is_some() {
-        anyhow::bail!(
+    let scheme = match Kind::from_name(&a.scheme, a.layout.as_deref())? {
+        Kind::Locality => return gen_locality(a),
+        kind if a.sequential || a.pid.is_some() || a.mac.is_some() => anyhow::bail!(
             "--sequential, --pid and --mac apply only to the locality scheme, not {}",
-            a.scheme
-        );
-    }
-    if a.scheme == "nanots-host" {
-        return gen_nanots_host(a);
-    }
+            kind.name()
+        ),
+        Kind::NanoTsHost => return gen_nanots_host(a),
+        Kind::Layout(scheme) => scheme,
+    };
     if a.host.is_some() {
-        anyhow::bail!("--host applies only to nanots-host, not {}", a.scheme);
+        anyhow::bail!("--host applies only to nanots-host, not {}", scheme.name());
     }
-    let scheme = resolve_scheme(&a.scheme, a.layout.as_deref())?;
     let (format, time_text) = output_format(a.format.as_deref(), &scheme)?;
     let layout = scheme.layout();
     text::check_format(
@@ -814,77 +811,59 @@ fn to_line(d: &Decoded) -> String {
     s
 }
 
-fn schemes() -> anyhow::Result<ExitCode> {
+fn schemes(json: bool) -> anyhow::Result<ExitCode> {
     let mut out = io::stdout().lock();
+    let all = catalog::facts();
+    if json {
+        let list: Vec<serde_json::Value> = all
+            .iter()
+            .map(|f| {
+                serde_json::json!({
+                    "name": f.name,
+                    "bits": f.bits,
+                    "ids_per_tick": f.ids_per_tick.to_string(),
+                    "ids_per_second": f.ids_per_second,
+                    "nodes": f.nodes.map(|n| n.to_string()),
+                    "end_year": f.end_year,
+                    "tick_ns": f.tick_ns,
+                    "epoch": f.epoch,
+                    "layout": f.diagram,
+                    "summary": f.summary,
+                })
+            })
+            .collect();
+        writeln!(out, "{}", serde_json::to_string_pretty(&list)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     writeln!(
         out,
-        "{:<14} {:>4}  {:>9} {:>14} {:>9} {:>9}  layout (most significant bit first)",
+        "{:<14} {:>4}  {:>10} {:>14} {:>9} {:>9}  layout (most significant bit first)",
         "scheme", "bits", "ids/tick", "ids/s/node", "nodes", "runs out"
     )?;
-    for s in Scheme::PRESETS.iter() {
-        let l = s.layout();
-        let nodes = if l.node.width() == 0 || *s == Scheme::UProtocolV8 || *s == Scheme::NanoTs {
-            "-".to_string()
-        } else {
-            l.node_count().to_string()
-        };
+    for f in &all {
         writeln!(
             out,
-            "{:<14} {:>4}  {:>9} {:>14} {:>9} {:>9}  {}",
-            s.name(),
-            l.bits,
-            l.ids_per_tick(),
-            format!("{:.0}", l.ids_per_second()),
-            nodes,
-            l.end_year(),
-            l.diagram()
+            "{:<14} {:>4}  {:>10} {:>14} {:>9} {:>9}  {}",
+            f.name,
+            f.bits,
+            f.ids_per_tick,
+            format!("{:.0}", f.ids_per_second),
+            f.nodes.map_or("-".to_string(), |n| n.to_string()),
+            f.end_year,
+            f.diagram
         )?;
         writeln!(
             out,
             "{:<14}       tick {}, epoch {}; {}",
             "",
-            tick_text(l.tick_ns),
-            idforge::time::format_unix_ns(l.epoch_ns as i128, 3),
-            s.summary()
+            tick_text(f.tick_ns),
+            f.epoch,
+            f.summary
         )?;
     }
     writeln!(
         out,
-        "{:<14} {:>4}  {:>9} {:>14} {:>9} {:>9}  counter(32) | pid(16) | ver=b | mac(28) | time(48)",
-        locality::NAME,
-        128,
-        1u64 << 32,
-        (1u64 << 32) * 1000,
-        "-",
-        10889
-    )?;
-    writeln!(
-        out,
-        "{:<14}       tick 1 ms, epoch 1970-01-01T00:00:00.000Z; Groupon Locality UUID (version b): variable mode spreads ids over shards, --sequential clusters them; set --pid/--mac in containers",
-        ""
-    )?;
-    for digits in [2u32, 3] {
-        let hosts = 10u64.pow(digits);
-        let tb = nanots::HostDigits::new(0, digits)?.timebase();
-        writeln!(
-            out,
-            "{:<14} {:>4}  {:>9} {:>14} {:>9} {:>9}  unix_ns with the lowest {digits} decimal digits replaced by the host id",
-            if digits == 2 { "nanots-host" } else { "nanots-host/3" },
-            64,
-            1,
-            1_000_000_000 / tb.tick_ns,
-            hosts,
-            tb.end_unix_ns() / 1_000_000_000 / 31_556_952 + 1970,
-        )?;
-    }
-    writeln!(
-        out,
-        "{:<14}       Chronicle DistributedUniqueTimeProvider; --host N (or IDFORGE_HOST), --format time prints 2021-12-28T14:07:02.954100128",
-        ""
-    )?;
-    writeln!(
-        out,
-        "custom         --layout time:41,node:10,counter:12,tick=1ms,epoch=2020-01-01T00:00:00Z (fields from the most significant bit)"
+        "custom         --layout time:41,node:10,counter:12,tick=1ms,epoch=2020-01-01T00:00:00Z (fields from the most significant bit; order=none for a counter above time)"
     )?;
     Ok(ExitCode::SUCCESS)
 }

@@ -173,8 +173,11 @@ fn node_schemes_without_a_node_fail_with_advice() {
 #[test]
 fn bad_arguments_get_one_line_errors() {
     for (args, needle) in [
-        (vec!["gen", "uuid9"], "unknown scheme"),
-        (vec!["gen", "custom"], "needs --layout"),
+        (
+            vec!["gen", "uuid9"],
+            "unknown scheme \"uuid9\" (did you mean uuid7?)",
+        ),
+        (vec!["gen", "custom"], "needs a layout"),
         (
             vec!["gen", "snowflake", "--node", "1", "--format", "uuid"],
             "not UUIDs",
@@ -187,6 +190,10 @@ fn bad_arguments_get_one_line_errors() {
         (
             vec!["gen", "uuid7", "--layout", "time:41"],
             "only applies to the custom scheme",
+        ),
+        (
+            vec!["gen", "custom", "--layout", "counter:1,time:63"],
+            "order=none",
         ),
     ] {
         let o = idforge(&args);
@@ -304,6 +311,31 @@ fn schemes_lists_every_preset_with_its_limits() {
             .unwrap_or_else(|| panic!("{name} missing"));
         assert!(line.contains(year), "{line}");
     }
+    // The same facts as JSON: every scheme, computed end years (locality's 48-bit ms: 10889).
+    let o = idforge(&["schemes", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let names: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    for n in [
+        "uuid7",
+        "nanots-host",
+        "nanots-host/3",
+        "locality",
+        "sonyflake",
+    ] {
+        assert!(names.contains(&n), "{n} missing from {names:?}");
+    }
+    let loc = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "locality")
+        .unwrap();
+    assert_eq!(loc["end_year"], 10889);
 }
 
 #[test]

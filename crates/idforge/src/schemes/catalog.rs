@@ -58,7 +58,7 @@ impl Kind {
                     Some(spec) => Ok(Kind::Layout(Scheme::Custom(Layout::parse_spec(spec)?))),
                     None => Err(Error::InvalidLayoutSpec {
                         spec: String::new(),
-                        reason: "the custom scheme needs a layout (--layout SPEC)".into(),
+                        reason: "the custom scheme needs a layout".into(),
                     }),
                 }
             }
