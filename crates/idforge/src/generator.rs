@@ -44,10 +44,13 @@ fn os_seeded<R: SeedableRng>() -> R {
     R::try_from_rng(&mut rand::rngs::SysRng).unwrap_or_else(|_| R::from_rng(&mut rand::rng()))
 }
 
-/// Runs `f` on the calling thread's secure generator, reseeding it first after a fork.
+/// Runs `f` on one of the calling thread's generators, reseeding it first after a fork.
 #[inline]
-fn with_secure<T>(f: impl FnOnce(&mut StdRng) -> T) -> T {
-    SECURE.with(|r| {
+fn with_thread_rng<R: SeedableRng + 'static, T>(
+    key: &'static std::thread::LocalKey<RefCell<(u64, R)>>,
+    f: impl FnOnce(&mut R) -> T,
+) -> T {
+    key.with(|r| {
         let mut r = r.borrow_mut();
         let generation = crate::shm::fork_generation();
         if r.0 != generation {
@@ -57,17 +60,16 @@ fn with_secure<T>(f: impl FnOnce(&mut StdRng) -> T) -> T {
     })
 }
 
-/// Runs `f` on the calling thread's fast generator, reseeding it first after a fork.
+/// Runs `f` on the calling thread's secure generator.
+#[inline]
+fn with_secure<T>(f: impl FnOnce(&mut StdRng) -> T) -> T {
+    with_thread_rng(&SECURE, f)
+}
+
+/// Runs `f` on the calling thread's fast generator.
 #[inline]
 fn with_fast<T>(f: impl FnOnce(&mut SmallRng) -> T) -> T {
-    FAST.with(|r| {
-        let mut r = r.borrow_mut();
-        let generation = crate::shm::fork_generation();
-        if r.0 != generation {
-            *r = (generation, os_seeded());
-        }
-        f(&mut r.1)
-    })
+    with_thread_rng(&FAST, f)
 }
 
 /// 64 random bits from the calling thread's generator of `source`.
