@@ -162,16 +162,21 @@ enum BehindArg {
 
 #[derive(Args, Debug)]
 struct InspectArgs {
-    /// Ids to decode; `-` reads ids from standard input, one per line.
-    #[arg(required = true)]
+    /// Ids to decode; `-` reads ids from standard input, one per line, as does giving none when
+    /// standard input is not a terminal.
     ids: Vec<String>,
-    /// The scheme of integer ids (UUIDs are recognised by their version: 7, 8, or b for locality).
+    /// The scheme of the ids. Needed for integer ids; UUIDs are recognised by their version (8:
+    /// uprotocol-v8, b: locality), except version 7: uuid7, uprotocol and other libraries use its
+    /// bits differently, so without --scheme uuid7 or --scheme uprotocol only its time and raw
+    /// rand_a/rand_b bits are shown.
     #[arg(long, short = 's')]
     scheme: Option<String>,
     /// Layout of the custom scheme (see `idforge gen --help`).
     #[arg(long)]
     layout: Option<String>,
-    /// Read ids in this format instead of detecting it: dec, hex, base32, uuid.
+    /// The ids' format: dec, hex, base32 or uuid (as `gen --format` writes them). Without it the
+    /// format is detected, and text that could be two (16 digits: decimal or 64-bit hex) is
+    /// refused with the choices.
     #[arg(long, short = 'f')]
     format: Option<Format>,
     /// Print one JSON object per id (ids as strings; unix_ms and unix_ns as integers).
@@ -184,6 +189,12 @@ struct InspectArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if !stdout_is_open() {
+        // Rust drops writes to a closed stdout without an error, and a file opened later would
+        // take its descriptor: refuse before anything is made or opened.
+        eprintln!("idforge: error: standard output is closed, so its output would be lost; redirect it (to /dev/null to discard it)");
+        return ExitCode::from(2);
+    }
     let result = match cli.command {
         Command::Gen(a) => gen(a),
         Command::Inspect(a) => inspect_cmd(a),
@@ -203,6 +214,41 @@ fn main() -> ExitCode {
     }
 }
 
+/// Whether file descriptor 1 was closed when the process started. The Rust runtime puts
+/// /dev/null on a closed stdout before `main` runs (and drops writes to a closed one without an
+/// error), so it is looked at earlier, by a constructor in `.init_array`.
+#[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
+static STDOUT_CLOSED_AT_START: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+#[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
+#[used]
+#[link_section = ".init_array"]
+static LOOK_AT_STDOUT: extern "C" fn() = {
+    extern "C" fn look() {
+        // SAFETY: F_GETFD only reads the descriptor's flags; no memory is passed.
+        let closed = unsafe { libc::fcntl(1, libc::F_GETFD) } == -1;
+        STDOUT_CLOSED_AT_START.store(closed, std::sync::atomic::Ordering::Relaxed);
+    }
+    look
+};
+
+/// Whether standard output was open when the process started.
+fn stdout_is_open() -> bool {
+    #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
+    if STDOUT_CLOSED_AT_START.load(std::sync::atomic::Ordering::Relaxed) {
+        return false;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd;
+        io::stdout().as_fd().try_clone_to_owned().is_ok()
+    }
+    #[cfg(not(unix))]
+    true
+}
+
+/// A reader that went away (`| head`): not an error. Any other write error is.
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.downcast_ref::<io::Error>()
         .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
@@ -671,10 +717,16 @@ fn inspect_cmd(a: InspectArgs) -> anyhow::Result<ExitCode> {
         None if a.layout.is_some() => Some(resolve_scheme("custom", a.layout.as_deref())?),
         None => None,
     };
+    let from_stdin = a.ids.is_empty();
+    if from_stdin && io::stdin().is_terminal() {
+        anyhow::bail!("give the ids to decode as arguments, or on standard input (`-`, or no ids when it is not a terminal)");
+    }
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let mut failures = 0u64;
-    let mut one = |id: &str, out: &mut dyn Write| -> io::Result<()> {
+    // `place` says where a bad id came from: "" for an argument, "line N: " for standard input.
+    // Returns whether the id was bad.
+    let one = |id: &str, place: &str, out: &mut dyn Write| -> io::Result<bool> {
         let decoded = if as_locality {
             inspect_locality(id, a.format)
         } else if as_nanots_host {
@@ -685,29 +737,49 @@ fn inspect_cmd(a: InspectArgs) -> anyhow::Result<ExitCode> {
         match decoded {
             Ok(d) => {
                 if a.json {
-                    writeln!(out, "{}", to_json(&d))
+                    writeln!(out, "{}", to_json(&d))?;
                 } else {
-                    writeln!(out, "{}", to_line(&d))
+                    writeln!(out, "{}", to_line(&d))?;
                 }
+                Ok(false)
             }
             Err(e) => {
-                failures += 1;
                 out.flush()?;
-                eprintln!("idforge: {}: {e}", id.trim());
-                Ok(())
+                eprintln!("idforge: {place}{}: {e}", clip_input(id.trim()));
+                Ok(true)
             }
         }
     };
-    for arg in &a.ids {
-        if arg == "-" {
-            for line in io::stdin().lock().lines() {
-                let line = line?;
-                if !line.trim().is_empty() {
-                    one(&line, &mut out)?;
+    let stdin_args = if from_stdin { 1 } else { 0 };
+    for arg in a
+        .ids
+        .iter()
+        .map(String::as_str)
+        .chain(std::iter::repeat_n("-", stdin_args))
+    {
+        if arg != "-" {
+            failures += u64::from(one(arg, "", &mut out)?);
+            continue;
+        }
+        let mut input = io::stdin().lock();
+        let mut buf = Vec::new();
+        let mut line_no = 0u64;
+        loop {
+            buf.clear();
+            if input.read_until(b'\n', &mut buf)? == 0 {
+                break;
+            }
+            line_no += 1;
+            let place = format!("standard input line {line_no}: ");
+            match std::str::from_utf8(&buf) {
+                Ok(line) if line.trim().is_empty() => {}
+                Ok(line) => failures += u64::from(one(line, &place, &mut out)?),
+                Err(_) => {
+                    failures += 1;
+                    out.flush()?;
+                    eprintln!("idforge: {place}not UTF-8 text, so not an id");
                 }
             }
-        } else {
-            one(arg, &mut out)?;
         }
     }
     out.flush()?;
@@ -716,6 +788,17 @@ fn inspect_cmd(a: InspectArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Input echoed in a message: at most 80 characters.
+fn clip_input(s: &str) -> String {
+    if s.chars().count() <= 80 {
+        s.to_string()
+    } else {
+        let mut c: String = s.chars().take(77).collect();
+        c.push_str("...");
+        c
+    }
 }
 
 /// Whether a number is exact as a JSON number in every reader (doubles hold integers to 2^53).
@@ -765,11 +848,23 @@ fn to_json(d: &Decoded) -> serde_json::Value {
     if let Some(r) = d.random {
         m.insert("random".into(), json!(format!("{r:x}")));
     }
+    if let Some(r) = d.rand_a {
+        m.insert("rand_a".into(), json!(format!("{r:03x}")));
+    }
+    if let Some(r) = d.rand_b {
+        m.insert("rand_b".into(), json!(format!("{r:016x}")));
+    }
     if let Some(v) = d.version {
         m.insert("version".into(), json!(v));
     }
     if let Some(v) = d.variant {
         m.insert("variant".into(), json!(format!("0b{v:02b}")));
+    }
+    if !d.layouts.is_empty() {
+        m.insert("layouts".into(), json!(d.layouts));
+    }
+    if let Some(h) = d.hint() {
+        m.insert("hint".into(), json!(h));
     }
     Value::Object(m)
 }
@@ -802,11 +897,20 @@ fn to_line(d: &Decoded) -> String {
     if let Some(mac) = &d.mac {
         s.push_str(&format!(" mac={mac}"));
     }
+    if let Some(r) = d.rand_a {
+        s.push_str(&format!(" rand_a={r:03x}"));
+    }
+    if let Some(r) = d.rand_b {
+        s.push_str(&format!(" rand_b={r:016x}"));
+    }
     if let Some(v) = d.version {
         s.push_str(&format!(" version={v:x}"));
     }
     if let Some(v) = d.variant {
         s.push_str(&format!(" variant=0b{v:02b}"));
+    }
+    if let Some(h) = d.hint() {
+        s.push_str(&format!("  ({h})"));
     }
     s
 }

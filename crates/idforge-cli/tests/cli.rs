@@ -597,3 +597,187 @@ fn schemes_lists_locality() {
         > s.lines().position(|l| l.starts_with("sonyflake"));
     assert!(after_presets, "{s}");
 }
+
+fn idforge_stdin(args: &[&str], input: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_idforge"))
+        .args(args)
+        .env_remove("IDFORGE_NODE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_hex_id_made_of_digits_is_not_read_as_decimal() {
+    let g = idforge(&[
+        "gen",
+        "snowflake",
+        "--node",
+        "0",
+        "--at",
+        "2024-10-11T09:40:25.767Z",
+        "--format",
+        "hex",
+    ]);
+    assert_eq!(stdout(&g), "1999999999800000\n");
+    // Before: "time=2010-11-09T14:10:11.815Z ... node=159 counter=704", exit 0.
+    let o = idforge_stdin(&["inspect", "--scheme", "snowflake", "-"], &g.stdout);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert_eq!(stdout(&o), "");
+    let err = stderr(&o);
+    assert!(
+        err.contains("ambiguous") && err.contains("--format hex") && err.contains("--format dec"),
+        "{err}"
+    );
+    let o = idforge_stdin(
+        &[
+            "inspect",
+            "--scheme",
+            "snowflake",
+            "--format",
+            "hex",
+            "--json",
+        ],
+        &g.stdout,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["time"], "2024-10-11T09:40:25.767Z");
+    assert_eq!(v["node"], 0);
+}
+
+#[test]
+fn a_v7_uuid_without_a_scheme_shows_no_counter() {
+    let g = idforge(&[
+        "gen",
+        "uprotocol",
+        "--at",
+        "2024-10-11T09:40:25.767Z",
+        "-n",
+        "3",
+    ]);
+    assert!(g.status.success(), "{}", stderr(&g));
+    let o = idforge_stdin(&["inspect", "--json"], &g.stdout);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let objs: Vec<serde_json::Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(objs.len(), 3);
+    for v in &objs {
+        assert_ne!(v["scheme"], "uuid7", "{v}");
+        assert!(v.get("counter").is_none(), "{v}");
+        assert!(v["rand_a"].is_string() && v["rand_b"].is_string(), "{v}");
+        assert_eq!(v["time"], "2024-10-11T09:40:25.767Z");
+        assert_eq!(v["version"], 7);
+        assert!(
+            v["hint"].as_str().unwrap().contains("--scheme uprotocol"),
+            "{v}"
+        );
+    }
+    let line = idforge_stdin(&["inspect"], &g.stdout);
+    let text = stdout(&line);
+    assert!(!text.contains("counter="), "{text}");
+    assert!(text.contains("--scheme uuid7"), "{text}");
+    let o = idforge_stdin(&["inspect", "--scheme", "uprotocol", "--json"], &g.stdout);
+    let counters: Vec<u64> = stdout(&o)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["counter"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(
+        counters,
+        [0, 1, 2],
+        "uprotocol's counter, read as uprotocol"
+    );
+}
+
+#[test]
+fn uuid_forms_and_short_uuids_in_inspect() {
+    for id in [
+        "{017f22e2-79b0-7cc3-98c4-dc0c0c07398f}",
+        "urn:uuid:017f22e2-79b0-7cc3-98c4-dc0c0c07398f",
+    ] {
+        let o = idforge(&["inspect", "--scheme", "uuid7", id]);
+        assert!(o.status.success(), "{id}: {}", stderr(&o));
+        assert!(stdout(&o).starts_with("017f22e2-79b0-7cc3-98c4-dc0c0c07398f"));
+    }
+    let o = idforge(&["inspect", "017f22e2-79b0-7cc3-98c4-dc0c0c07398"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("a UUID has 36 characters"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn inspect_reports_bad_stdin_lines_by_number_and_goes_on() {
+    let long = "x".repeat(5000);
+    let input = format!(
+        "017f22e2-79b0-7cc3-98c4-dc0c0c07398f\nnot an id\n\n{long}\n20be0ffc-314a-bd53-7a50-013a65ca76d2\n"
+    );
+    let o = idforge_stdin(&["inspect"], input.as_bytes());
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stdout(&o).lines().count(), 2, "the good lines are decoded");
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 2, "{err}");
+    assert!(err.lines().next().unwrap().contains("line 2"), "{err}");
+    assert!(err.lines().nth(1).unwrap().contains("line 4"), "{err}");
+    assert!(
+        err.len() < 1000,
+        "long input is clipped: {} bytes",
+        err.len()
+    );
+    // Invalid UTF-8 is one bad line, not the end of the input.
+    let o = idforge_stdin(
+        &["inspect", "-"],
+        b"\xff\xfe\n017f22e2-79b0-7cc3-98c4-dc0c0c07398f\n",
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stdout(&o).lines().count(), 1);
+    assert!(stderr(&o).contains("line 1"), "{}", stderr(&o));
+}
+
+#[test]
+fn ids_are_never_lost_silently_to_a_closed_stdout() {
+    // Before: `idforge gen uuid7 -n 5 >&-` wrote nothing and exited 0.
+    let o = Command::new("sh")
+        .args([
+            "-c",
+            "exec \"$0\" gen uuid7 -n 5 >&-",
+            env!("CARGO_BIN_EXE_idforge"),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("standard output"), "{}", stderr(&o));
+    if std::path::Path::new("/dev/full").exists() {
+        let o = Command::new("sh")
+            .args([
+                "-c",
+                "exec \"$0\" gen uuid7 -n 5 >/dev/full",
+                env!("CARGO_BIN_EXE_idforge"),
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    }
+    // A reader that stops early (`| head -1`) is not an error.
+    let o = Command::new("sh")
+        .args([
+            "-c",
+            "\"$0\" gen uuid7 -n 1000000 | head -1 >/dev/null; echo ${PIPESTATUS:-0}",
+            env!("CARGO_BIN_EXE_idforge"),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+}

@@ -79,6 +79,17 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// Id text that reads as two different values in different formats (digits only, as long
+    /// as the hex or base32 text of the id's width); the format must be named.
+    #[error("id {input:?} is ambiguous: it reads as {readings}; pass {choose} to say which")]
+    AmbiguousId {
+        /// The text given (truncated to 80 characters).
+        input: String,
+        /// Each reading: the format and the value it gives.
+        readings: String,
+        /// The flags that pick one reading.
+        choose: String,
+    },
     /// A UUID has a version other than the one asked for.
     #[error("{input:?} is a version {found:x} UUID, not the version {expected:x} that {scheme} requires")]
     WrongVersion {

@@ -1,7 +1,13 @@
 //! Decoding any id back into its parts.
 //!
-//! UUIDs are recognised by their version (7: `uuid7`, 8: `uprotocol-v8`, b: `locality`); integer
-//! ids carry no marker of their scheme, so they need one named.
+//! UUIDs are recognised by their version, as far as the version says which layout wrote them:
+//! 8 is `uprotocol-v8` and b a Locality UUID, but 7 is written by `uuid7`, `uprotocol` and other
+//! libraries alike, each with its own use of the bits after the time. Without a scheme a
+//! version 7 UUID is therefore decoded only as far as every reading agrees (time, version,
+//! variant and the raw `rand_a`/`rand_b` bits), and [`Decoded::layouts`] lists the candidates.
+//! Integer ids carry no marker of their scheme, so they need one named. Text that reads as two
+//! different values (digits only, as long as the hex or base32 text of the id's width) needs
+//! its format named ([`Error::AmbiguousId`]).
 
 use crate::error::{clip, malformed, Error};
 use crate::schemes::locality::{self, LocalityUuid};
@@ -9,12 +15,16 @@ use crate::schemes::{nanots, Scheme};
 use crate::text::{self, Format};
 use crate::time::{digits_for_tick, format_unix_ns};
 
+/// The schemes of idforge that write version 7 UUIDs.
+pub const V7_LAYOUTS: [&str; 2] = ["uuid7", "uprotocol"];
+
 /// An id taken apart.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decoded {
     /// The id as given, trimmed.
     pub input: String,
-    /// The scheme it was decoded as.
+    /// The scheme it was decoded as; `uuid-v7` for a version 7 UUID whose layout is not known
+    /// (see [`Decoded::layouts`]).
     pub scheme: String,
     /// The id's value.
     pub value: u128,
@@ -40,6 +50,16 @@ pub struct Decoded {
     pub pid: Option<u32>,
     /// The MAC fragment as hex (7 digits, 28 bits), for Locality UUIDs.
     pub mac: Option<String>,
+    /// RFC 9562's `rand_a` (the 12 bits after the version), for a version 7 UUID decoded
+    /// without a scheme: a counter in some layouts, random bits in others.
+    pub rand_a: Option<u128>,
+    /// RFC 9562's `rand_b` (the 62 bits after the variant), for a version 7 UUID decoded without
+    /// a scheme.
+    pub rand_b: Option<u128>,
+    /// The schemes the id may come from when its text does not say which ([`V7_LAYOUTS`] for a
+    /// version 7 UUID decoded without a scheme, which may also come from another library);
+    /// empty when it was decoded as one scheme.
+    pub layouts: Vec<String>,
 }
 
 impl Decoded {
@@ -47,16 +67,53 @@ impl Decoded {
     pub fn unix_ms(&self) -> u128 {
         self.unix_ns / 1_000_000
     }
+
+    /// For an id whose layout is not known, what it may be and how to decode the rest.
+    ///
+    /// ```
+    /// let d = idforge::inspect("017F22E2-79B0-7CC3-98C4-DC0C0C07398F", None, None).unwrap();
+    /// assert!(d.hint().unwrap().contains("--scheme uprotocol"));
+    /// ```
+    pub fn hint(&self) -> Option<String> {
+        (!self.layouts.is_empty()).then(|| {
+            format!(
+                "a version 7 UUID does not record its layout: it may be {} or another library's UUIDv7, which use rand_a and rand_b differently; pass {} to read its counter",
+                self.layouts.join(", "),
+                self.layouts
+                    .iter()
+                    .map(|l| format!("--scheme {l}"))
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            )
+        })
+    }
 }
 
 /// Decodes id text. With `scheme` the text is read as that scheme's id (and a UUID's version
-/// and variant are checked); without it, only UUIDs can be recognised.
+/// and variant are checked); without it, only UUIDs can be recognised, and a version 7 UUID is
+/// decoded only as far as its version defines it (no counter: see [`Decoded::layouts`]).
+/// `format` names the text's format; without it, text that could be two formats is refused.
+///
+/// # Errors
+///
+/// [`Error::AmbiguousId`] for text that reads as two values (pass `format`),
+/// [`Error::MalformedId`] for text that is not an id of the scheme (or, without a scheme, an
+/// integer id or an unknown UUID version), [`Error::WrongVersion`] and [`Error::WrongVariant`]
+/// for a UUID of another version or variant than the scheme's.
 ///
 /// ```
-/// let d = idforge::inspect("017F22E2-79B0-7CC3-98C4-DC0C0C07398F", None, None).unwrap();
-/// assert_eq!(d.scheme, "uuid7");
+/// use idforge::{inspect, text::Format, Scheme};
+/// let d = inspect("017F22E2-79B0-7CC3-98C4-DC0C0C07398F", None, None).unwrap();
+/// assert_eq!((d.scheme.as_str(), d.counter), ("uuid-v7", None));
 /// assert_eq!(d.unix_ms(), 1_645_557_742_000);
 /// assert_eq!(d.time, "2022-02-22T19:22:22.000Z");
+/// assert_eq!(d.rand_a, Some(0xcc3));
+/// let d = inspect("017F22E2-79B0-7CC3-98C4-DC0C0C07398F", Some(&Scheme::UProtocol), None).unwrap();
+/// assert_eq!(d.counter, Some(0xcc3));
+/// // Digits only, 16 of them: decimal, or the hex text of a 64-bit id.
+/// assert!(inspect("1999999999800000", Some(&Scheme::Snowflake), None).is_err());
+/// let d = inspect("1999999999800000", Some(&Scheme::Snowflake), Some(Format::Hex)).unwrap();
+/// assert_eq!(d.time, "2024-10-11T09:40:25.767Z");
 /// ```
 pub fn inspect(
     input: &str,
@@ -67,8 +124,10 @@ pub fn inspect(
     let scheme = match scheme {
         Some(s) => s.clone(),
         None => {
-            let looks_uuid = matches!(format, Some(Format::Uuid))
-                || (format.is_none() && text::detect(trimmed, 128) == Some(Format::Uuid));
+            let looks_uuid = match format {
+                Some(f) => f == Format::Uuid,
+                None => text::looks_like_uuid(trimmed),
+            };
             if !looks_uuid {
                 return Err(malformed(
                     input,
@@ -77,7 +136,7 @@ pub fn inspect(
             }
             let value = text::parse(trimmed, 128, Some(Format::Uuid))?;
             match ((value >> 76) & 0xF) as u8 {
-                7 => Scheme::Uuid7,
+                7 => return inspect_v7(trimmed, value),
                 8 => Scheme::UProtocolV8,
                 locality::VERSION => return inspect_locality(input, format),
                 v => {
@@ -92,8 +151,10 @@ pub fn inspect(
     let layout = scheme.layout();
     let bits = layout.bits;
     let value = match (&scheme, format) {
-        // nanots values come as integers or as Chronicle's timestamp text.
-        (Scheme::NanoTs, None) => nanots::decode_text_or_int(trimmed)? as u128,
+        // nanots values come as integers, as Chronicle's timestamp text, or as hex or base32.
+        (Scheme::NanoTs, None) if nanots_time_text(trimmed) => {
+            nanots::decode_text_or_int(trimmed)? as u128
+        }
         _ => text::parse(trimmed, bits, format)?,
     };
     if let Some(expected) = scheme.uuid_version() {
@@ -150,11 +211,57 @@ pub fn inspect(
         canonical: text::encode(value, bits, scheme.default_format()).to_string(),
         pid: None,
         mac: None,
+        rand_a: None,
+        rand_b: None,
+        layouts: Vec::new(),
+    })
+}
+
+/// Chronicle's timestamp text: a 4-digit year and a dash.
+fn nanots_time_text(t: &str) -> bool {
+    let b = t.as_bytes();
+    b.len() >= 5 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-'
+}
+
+/// A version 7 UUID of unknown layout: only what RFC 9562 defines.
+fn inspect_v7(trimmed: &str, value: u128) -> Result<Decoded, Error> {
+    let variant = ((value >> 62) & 0b11) as u8;
+    if variant != 0b10 {
+        return Err(Error::WrongVariant {
+            input: clip(trimmed),
+            scheme: "a version 7 UUID".into(),
+            found: variant,
+        });
+    }
+    let unix_ns = (value >> 80) * 1_000_000;
+    Ok(Decoded {
+        input: trimmed.to_string(),
+        scheme: "uuid-v7".into(),
+        value,
+        bits: 128,
+        unix_ns,
+        time: format_unix_ns(unix_ns as i128, 3),
+        node: None,
+        counter: None,
+        random: None,
+        version: Some(7),
+        variant: Some(variant),
+        canonical: text::encode(value, 128, Format::Uuid).to_string(),
+        pid: None,
+        mac: None,
+        rand_a: Some((value >> 64) & 0xFFF),
+        rand_b: Some(value & ((1u128 << 62) - 1)),
+        layouts: V7_LAYOUTS.iter().map(|s| s.to_string()).collect(),
     })
 }
 
 /// Decodes a `nanots-host` value ([`nanots::HostDigits`]) given as an integer or as timestamp
 /// text; `digits` is 2 (hosts 0..=99) or 3 (hosts 0..=999).
+///
+/// # Errors
+///
+/// [`Error::InvalidLayout`] for `digits` other than 2 or 3, [`Error::MalformedId`] or
+/// [`Error::InvalidTime`] for text that is neither a 64-bit decimal integer nor timestamp text.
 ///
 /// ```
 /// let d = idforge::inspect::inspect_nanots_host("2021-12-28T14:07:02.954100128", 2).unwrap();
@@ -184,12 +291,20 @@ pub fn inspect_nanots_host(input: &str, digits: u32) -> Result<Decoded, Error> {
         canonical: value.to_string(),
         pid: None,
         mac: None,
+        rand_a: None,
+        rand_b: None,
+        layouts: Vec::new(),
     })
 }
 
 /// Decodes a Locality UUID ([`locality`]), in `format` or (with `None`) the detected one; other
 /// UUID versions are refused with [`Error::WrongVersion`]. The counter is read as variable mode
 /// writes it ([`LocalityUuid::counter_reversed`]): an id does not record its mode.
+///
+/// # Errors
+///
+/// [`Error::MalformedId`] or [`Error::AmbiguousId`] for text that is not one UUID,
+/// [`Error::WrongVersion`] for a UUID of another version than b.
 ///
 /// ```
 /// let d = idforge::inspect::inspect_locality("20be0ffc-314a-bd53-7a50-013a65ca76d2", None).unwrap();
@@ -224,6 +339,9 @@ pub fn inspect_locality(input: &str, format: Option<Format>) -> Result<Decoded, 
         canonical: id.to_string(),
         pid: Some(u32::from(id.pid()?)),
         mac: Some(format!("{:07x}", id.mac()?)),
+        rand_a: None,
+        rand_b: None,
+        layouts: Vec::new(),
     })
 }
 
@@ -330,5 +448,53 @@ mod tests {
         let d = inspect(&id.to_string(), Some(&Scheme::Sonyflake), None).unwrap();
         assert_eq!(d.time, "2014-09-01T00:00:01.00Z");
         assert_eq!((d.node, d.counter), (Some(5), Some(1)));
+    }
+    #[test]
+    fn a_v7_uuid_without_a_scheme_is_not_given_a_counter() {
+        // `idforge gen uprotocol --at 2024-10-11T09:40:25.767Z`: its first id has counter 0,
+        // but read as uuid7 it showed counter=4 (random bits of rand_b).
+        let id = "01927af3-6a27-7000-91db-9862765ae4bc";
+        let d = inspect(id, None, None).unwrap();
+        assert_ne!(d.scheme, "uuid7");
+        assert_eq!(d.counter, None);
+        assert_eq!(d.unix_ms(), 1_728_639_625_767);
+        assert_eq!(d.time, "2024-10-11T09:40:25.767Z");
+        assert_eq!((d.version, d.variant), (Some(7), Some(0b10)));
+        let dbg = format!("{d:?}");
+        assert!(dbg.contains("rand_a: Some(0)"), "{dbg}");
+        assert!(dbg.contains("rand_b: Some(1286789667204293820)"), "{dbg}");
+        let u = inspect(id, Some(&Scheme::UProtocol), None).unwrap();
+        assert_eq!((u.scheme.as_str(), u.counter), ("uprotocol", Some(0)));
+        let s = inspect(id, Some(&Scheme::Uuid7), None).unwrap();
+        assert_eq!((s.scheme.as_str(), s.counter), ("uuid7", Some(4)));
+    }
+
+    #[test]
+    fn a_hex_id_made_of_digits_is_ambiguous() {
+        // `idforge gen snowflake --node 0 --at 2024-10-11T09:40:25.767Z --format hex`
+        let e = inspect("1999999999800000", Some(&Scheme::Snowflake), None).unwrap_err();
+        assert!(e.to_string().contains("ambiguous"), "{e}");
+        let d = inspect(
+            "1999999999800000",
+            Some(&Scheme::Snowflake),
+            Some(Format::Hex),
+        )
+        .unwrap();
+        assert_eq!(d.time, "2024-10-11T09:40:25.767Z");
+        assert_eq!((d.node, d.counter), (Some(0), Some(0)));
+        // nanots reads decimal and timestamp text, and hex too; 16 digits are ambiguous.
+        let e = inspect("1999999999800000", Some(&Scheme::NanoTs), None).unwrap_err();
+        assert!(e.to_string().contains("ambiguous"), "{e}");
+        assert!(inspect("17f5d6a8b2c3e400", Some(&Scheme::NanoTs), None).is_ok());
+    }
+
+    #[test]
+    fn uuid_text_forms_and_lengths() {
+        let d = inspect("{017f22e2-79b0-7cc3-98c4-dc0c0c07398f}", None, None).unwrap();
+        assert_eq!(d.unix_ms(), 1_645_557_742_000);
+        let d = inspect("urn:uuid:20be0ffc-314a-bd53-7a50-013a65ca76d2", None, None).unwrap();
+        assert_eq!(d.scheme, "locality");
+        let e = inspect("017f22e2-79b0-7cc3-98c4-dc0c0c07398", None, None).unwrap_err();
+        assert!(e.to_string().contains("a UUID has 36 characters"), "{e}");
     }
 }

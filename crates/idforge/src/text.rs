@@ -8,7 +8,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::error::{malformed, Error};
+use crate::error::{clip, malformed, Error};
 
 /// A text format for ids.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -32,6 +32,16 @@ impl Format {
             Format::Hex => "hex",
             Format::Base32 => "base32",
             Format::Uuid => "uuid",
+        }
+    }
+
+    /// The format's name in messages.
+    fn long_name(self) -> &'static str {
+        match self {
+            Format::Dec => "decimal",
+            Format::Hex => "hex",
+            Format::Base32 => "base32",
+            Format::Uuid => "UUID",
         }
     }
 }
@@ -102,13 +112,34 @@ impl fmt::Debug for Text {
     }
 }
 
-/// Characters of the fixed-width base32 text of a `bits`-wide id.
-pub const fn base32_width(bits: u32) -> usize {
-    bits.div_ceil(5) as usize
+/// The width an id of `bits` bits is encoded and parsed at: 1 to 128 (0 is read as 1, anything
+/// above 128 as 128).
+const fn clamp_bits(bits: u32) -> u32 {
+    if bits == 0 {
+        1
+    } else if bits > 128 {
+        128
+    } else {
+        bits
+    }
 }
 
-/// Encodes a `bits`-wide (64 or 128) id. [`Format::Uuid`] needs 128 bits: check with
-/// [`check_format`] first; a 64-bit id asked for as a UUID is written zero-extended.
+/// Characters of the fixed-width base32 text of a `bits`-wide id (widths are taken as 1 to 128).
+pub const fn base32_width(bits: u32) -> usize {
+    clamp_bits(bits).div_ceil(5) as usize
+}
+
+/// Digits of the fixed-width hex text of a `bits`-wide id (widths are taken as 1 to 128).
+pub const fn hex_width(bits: u32) -> usize {
+    clamp_bits(bits).div_ceil(4) as usize
+}
+
+/// Encodes a `bits`-wide id. [`Format::Uuid`] needs 128 bits: check with [`check_format`]
+/// first; a 64-bit id asked for as a UUID is written zero-extended.
+///
+/// Any width is accepted without a panic: widths 1 to 128 are exact (hex has
+/// [`hex_width`] digits, base32 [`base32_width`] characters), 0 is taken as 1 and anything above
+/// 128 as 128. Bits of `value` above the width are not written.
 ///
 /// ```
 /// use idforge::text::{encode, Format};
@@ -117,9 +148,17 @@ pub const fn base32_width(bits: u32) -> usize {
 /// assert_eq!(encode(32, 64, Format::Base32).as_str(), "0000000000010");
 /// assert_eq!(encode(0x0188_0000_0000_7000_8000_0000_0000_0001, 128, Format::Uuid).as_str(),
 ///            "01880000-0000-7000-8000-000000000001");
+/// assert_eq!(encode(0xabc, 12, Format::Hex).as_str(), "abc");
+/// assert_eq!(encode(255, 200, Format::Hex).as_str(), "000000000000000000000000000000ff");
 /// ```
 #[inline]
 pub fn encode(value: u128, bits: u32, format: Format) -> Text {
+    let bits = clamp_bits(bits);
+    let value = if bits < 128 {
+        value & ((1u128 << bits) - 1)
+    } else {
+        value
+    };
     let mut t = Text {
         buf: [0; 40],
         len: 0,
@@ -135,13 +174,21 @@ pub fn encode(value: u128, bits: u32, format: Format) -> Text {
             t.buf[..s.len()].copy_from_slice(s.as_bytes());
             t.len = s.len() as u8;
         }
-        Format::Hex => {
+        Format::Hex if bits % 8 == 0 => {
+            // Whole bytes (64- and 128-bit ids): two digits at a time.
             let bytes = value.to_be_bytes();
-            let skip = 16 - (bits / 8) as usize; // 64-bit ids: the low 8 bytes
+            let skip = 16 - (bits / 8) as usize;
             for (i, &b) in bytes[skip..].iter().enumerate() {
                 t.buf[2 * i..2 * i + 2].copy_from_slice(&HEX_PAIRS[b as usize]);
             }
             t.len = (bits / 4) as u8;
+        }
+        Format::Hex => {
+            let n = hex_width(bits);
+            for i in 0..n {
+                t.buf[i] = HEX[((value >> (4 * (n - 1 - i))) & 0xF) as usize];
+            }
+            t.len = n as u8;
         }
         Format::Base32 => {
             let n = base32_width(bits);
@@ -167,6 +214,16 @@ pub fn encode(value: u128, bits: u32, format: Format) -> Text {
 }
 
 /// Whether `format` can represent ids of `scheme`, `bits` wide.
+///
+/// # Errors
+///
+/// [`Error::UnsupportedFormat`] for [`Format::Uuid`] when the scheme's ids are not UUIDs.
+///
+/// ```
+/// use idforge::text::{check_format, Format};
+/// assert!(check_format(Format::Hex, 64, false, "snowflake").is_ok());
+/// assert!(check_format(Format::Uuid, 64, false, "snowflake").is_err());
+/// ```
 pub fn check_format(format: Format, bits: u32, is_uuid: bool, scheme: &str) -> Result<(), Error> {
     if format == Format::Uuid && !is_uuid {
         return Err(Error::UnsupportedFormat {
@@ -178,71 +235,140 @@ pub fn check_format(format: Format, bits: u32, is_uuid: bool, scheme: &str) -> R
     Ok(())
 }
 
-/// Guesses the format of id text: canonical UUID text (36 characters with hyphens), `0x` hex,
-/// decimal digits, hex of exactly the id's width in digits, or base32 of exactly its width.
-pub fn detect(text: &str, bits: u32) -> Option<Format> {
+/// Whether text has the shape of UUID text: canonical (with hyphens), braced (`{...}`) or a URN
+/// (`urn:uuid:...`). It may still be malformed; [`parse_uuid`] says how.
+pub fn looks_like_uuid(text: &str) -> bool {
     let t = text.trim();
     let b = t.as_bytes();
-    // A 36-digit decimal (a 128-bit id) is not a UUID: UUID text has hyphens.
-    if b.len() == 36 && b.contains(&b'-') {
-        Some(Format::Uuid)
+    // A leading '-' is a negative number or a flag, not a UUID.
+    t.starts_with('{')
+        || (b.len() >= 9 && b[..9].eq_ignore_ascii_case(b"urn:uuid:"))
+        || (t.contains('-') && !t.starts_with('-'))
+}
+
+/// The formats the text's shape allows for a `bits`-wide id, before parsing.
+fn shapes(t: &str, bits: u32) -> Vec<Format> {
+    let b = t.as_bytes();
+    let mut v = Vec::new();
+    if b.is_empty() {
+    } else if looks_like_uuid(t) {
+        v.push(Format::Uuid);
     } else if t.starts_with("0x") || t.starts_with("0X") {
-        Some(Format::Hex)
-    } else if !t.is_empty() && b.iter().all(u8::is_ascii_digit) {
-        // Decimal text is never zero-padded; a padded run of digits of exactly a fixed width is
-        // the hex or base32 text of a small id.
-        let padded = b.len() > 1 && b[0] == b'0';
-        if padded && b.len() == (bits / 4) as usize {
-            Some(Format::Hex)
-        } else if padded && b.len() == base32_width(bits) {
-            Some(Format::Base32)
-        } else {
-            Some(Format::Dec)
-        }
-    } else if b.len() == (bits / 4) as usize && b.iter().all(u8::is_ascii_hexdigit) {
-        Some(Format::Hex)
-    } else if b.len() == base32_width(bits) {
-        Some(Format::Base32)
-    } else if b.len() == 32 && b.iter().all(u8::is_ascii_hexdigit) {
-        Some(Format::Hex)
+        v.push(Format::Hex);
     } else {
-        None
+        let digits = b.iter().all(u8::is_ascii_digit);
+        if digits {
+            v.push(Format::Dec);
+        }
+        // 32 digits: the hex of a 128-bit value, also accepted for narrower ids if it fits.
+        if (b.len() == hex_width(bits) || b.len() == 32) && b.iter().all(u8::is_ascii_hexdigit) {
+            v.push(Format::Hex);
+        }
+        if b.len() == base32_width(bits) {
+            v.push(Format::Base32);
+        }
+    }
+    v
+}
+
+/// Reads text whose format is not given: the one reading its shape allows, or an error.
+fn resolve(t: &str, orig: &str, bits: u32) -> Result<(Format, u128), Error> {
+    let mut found: Vec<(Format, u128)> = Vec::new();
+    let mut first_error = None;
+    for f in shapes(t, bits) {
+        match parse_as(t, orig, bits, f) {
+            Ok(v) => found.push((f, v)),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    match found.as_slice() {
+        [] => Err(first_error.unwrap_or_else(|| {
+            malformed(
+                orig,
+                format!(
+                    "not a recognisable id: expected decimal digits, {} hex digits, {} base32 characters, or a UUID (8-4-4-4-12 hex digits)",
+                    hex_width(bits),
+                    base32_width(bits)
+                ),
+            )
+        })),
+        [(f, v), rest @ ..] if rest.iter().all(|(_, w)| w == v) => Ok((*f, *v)),
+        several => Err(Error::AmbiguousId {
+            input: clip(t),
+            readings: several
+                .iter()
+                .map(|(f, v)| format!("{} ({v})", f.long_name()))
+                .collect::<Vec<_>>()
+                .join(" or "),
+            choose: several
+                .iter()
+                .map(|(f, _)| format!("--format {}", f.name()))
+                .collect::<Vec<_>>()
+                .join(" or "),
+        }),
     }
 }
 
-/// Parses id text of an id `bits` wide, in `format` or (with `None`) the detected one.
+/// The format of id text of a `bits`-wide id: canonical, braced or URN UUID text, `0x` hex,
+/// decimal digits, hex of exactly the id's width in digits (or 32), or base32 of exactly its
+/// width. It never guesses: text that reads as two different values (digits only, and exactly
+/// as long as the hex or base32 text of the width) is ambiguous.
+///
+/// # Errors
+///
+/// [`Error::AmbiguousId`] when the text reads as more than one value (it names the formats to
+/// choose from), [`Error::MalformedId`] when it reads as none.
+///
+/// ```
+/// use idforge::text::{detect, Format};
+/// assert_eq!(detect("1541815603606036480", 64).unwrap(), Format::Dec);
+/// assert_eq!(detect("155c9e3f1ee1f000", 64).unwrap(), Format::Hex);
+/// assert_eq!(detect("{017f22e2-79b0-7cc3-98c4-dc0c0c07398f}", 128).unwrap(), Format::Uuid);
+/// // Digits only, 16 of them: decimal, or the hex of a 64-bit id.
+/// assert!(detect("1999999999800000", 64).is_err());
+/// ```
+pub fn detect(text: &str, bits: u32) -> Result<Format, Error> {
+    resolve(text.trim(), text, clamp_bits(bits)).map(|(f, _)| f)
+}
+
+/// Parses id text of an id `bits` wide (taken as 1 to 128), in `format` or, with `None`, the
+/// one format the text can be ([`detect`]).
+///
+/// # Errors
+///
+/// [`Error::MalformedId`] when the text is not an id in the format, or does not fit in `bits`;
+/// without a format, also [`Error::AmbiguousId`] when it reads as two different values.
 ///
 /// ```
 /// use idforge::text::{parse, Format};
 /// assert_eq!(parse("255", 64, None).unwrap(), 255);
 /// assert_eq!(parse("0x00ff", 64, None).unwrap(), 255);
 /// assert_eq!(parse("000000000007Z", 64, Some(Format::Base32)).unwrap(), 255);
+/// assert_eq!(parse("1999999999800000", 64, Some(Format::Hex)).unwrap(), 0x1999_9999_9980_0000);
+/// assert!(parse("1999999999800000", 64, None).is_err()); // decimal or hex?
 /// assert!(parse("12x", 64, None).is_err());
 /// ```
 pub fn parse(text: &str, bits: u32, format: Option<Format>) -> Result<u128, Error> {
     let t = text.trim();
-    let format = match format.or_else(|| detect(t, bits)) {
-        Some(f) => f,
-        None => {
-            return Err(malformed(
-                text,
-                format!(
-                    "not a recognisable id: expected decimal digits, {} hex digits, {} base32 characters, or a UUID (8-4-4-4-12 hex digits)",
-                    bits / 4,
-                    base32_width(bits)
-                ),
-            ))
-        }
-    };
+    let bits = clamp_bits(bits);
+    match format {
+        Some(f) => parse_as(t, text, bits, f),
+        None => resolve(t, text, bits).map(|(_, v)| v),
+    }
+}
+
+fn parse_as(t: &str, orig: &str, bits: u32, format: Format) -> Result<u128, Error> {
     let value = match format {
-        Format::Dec => parse_dec(t, text)?,
-        Format::Hex => parse_hex(t, text)?,
-        Format::Base32 => parse_base32(t, text, bits)?,
-        Format::Uuid => parse_uuid(t, text)?,
+        Format::Dec => parse_dec(t, orig)?,
+        Format::Hex => parse_hex(t, orig)?,
+        Format::Base32 => parse_base32(t, orig, bits)?,
+        Format::Uuid => parse_uuid(t, orig)?,
     };
     if bits < 128 && value >> bits != 0 {
         return Err(malformed(
-            text,
+            orig,
             format!("the value does not fit in {bits} bits"),
         ));
     }
@@ -330,15 +456,43 @@ fn parse_base32(t: &str, orig: &str, bits: u32) -> Result<u128, Error> {
     Ok(v)
 }
 
-/// Parses canonical UUID text (hyphens at 8, 13, 18, 23; hex in either case).
+/// Parses UUID text: canonical (hyphens at 8, 13, 18, 23; hex in either case), braced
+/// (`{...}`) or a URN (`urn:uuid:...`).
+///
+/// # Errors
+///
+/// [`Error::MalformedId`] naming the length, the missing hyphen or brace, or the first
+/// character that is not a hex digit; `orig` is the text echoed in the message.
+///
+/// ```
+/// use idforge::text::parse_uuid;
+/// let v = 0x017f_22e2_79b0_7cc3_98c4_dc0c_0c07_398fu128;
+/// assert_eq!(parse_uuid("017f22e2-79b0-7cc3-98c4-dc0c0c07398f", "").unwrap(), v);
+/// assert_eq!(parse_uuid("{017F22E2-79B0-7CC3-98C4-DC0C0C07398F}", "").unwrap(), v);
+/// assert_eq!(parse_uuid("urn:uuid:017f22e2-79b0-7cc3-98c4-dc0c0c07398f", "").unwrap(), v);
+/// assert!(parse_uuid("017f22e2-79b0-7cc3-98c4-dc0c0c07398", "x").is_err()); // 35 characters
+/// ```
 pub fn parse_uuid(t: &str, orig: &str) -> Result<u128, Error> {
-    let b = t.as_bytes();
+    let (inner, offset) = if let Some(rest) = t.strip_prefix('{') {
+        match rest.strip_suffix('}') {
+            Some(inner) => (inner, 1),
+            None if rest.len() == 36 => return Err(malformed(orig, "a braced UUID ends with '}'")),
+            // Not a braced UUID: the canonical form's errors say what is wrong.
+            None => (t, 0),
+        }
+    } else if t.len() >= 9 && t.as_bytes()[..9].eq_ignore_ascii_case(b"urn:uuid:") {
+        // The first 9 bytes are ASCII, so byte 9 starts a character.
+        (&t[9..], 9)
+    } else {
+        (t, 0)
+    };
+    let b = inner.as_bytes();
     if b.len() != 36 {
         return Err(malformed(
             orig,
             format!(
                 "a UUID has 36 characters (8-4-4-4-12 hex digits), this has {}",
-                t.chars().count()
+                inner.chars().count()
             ),
         ));
     }
@@ -346,7 +500,10 @@ pub fn parse_uuid(t: &str, orig: &str) -> Result<u128, Error> {
     for (i, &c) in b.iter().enumerate() {
         if matches!(i, 8 | 13 | 18 | 23) {
             if c != b'-' {
-                return Err(malformed(orig, format!("expected '-' at position {i}")));
+                return Err(malformed(
+                    orig,
+                    format!("expected '-' at position {}", i + offset),
+                ));
             }
             continue;
         }
@@ -358,8 +515,9 @@ pub fn parse_uuid(t: &str, orig: &str) -> Result<u128, Error> {
                 return Err(malformed(
                     orig,
                     format!(
-                        "character {:?} at position {i} is not a hex digit",
-                        t[i..].chars().next().unwrap_or(' ')
+                        "character {:?} at position {} is not a hex digit",
+                        inner.get(i..).and_then(|s| s.chars().next()).unwrap_or(' '),
+                        i + offset
                     ),
                 ))
             }
@@ -375,14 +533,23 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
-    fn small_ids_in_fixed_width_formats_are_not_taken_for_decimal() {
+    fn small_ids_in_fixed_width_formats_read_back_when_unambiguous() {
         for v in [0u128, 10, 32, 0x12345] {
             for f in [Format::Hex, Format::Base32] {
                 let t = encode(v, 64, f);
-                assert_eq!(parse(t.as_str(), 64, None).unwrap(), v, "{f} {t}");
+                assert_eq!(parse(t.as_str(), 64, Some(f)).unwrap(), v, "{f} {t}");
             }
         }
-        assert_eq!(parse("0000000000010", 64, None).unwrap(), 32);
+        // With a letter, the text can only be hex or base32.
+        assert_eq!(parse("00000000000000ff", 64, None).unwrap(), 255);
+        assert_eq!(parse("000000000007Z", 64, None).unwrap(), 255);
+        // Only zeros: every reading gives 0.
+        assert_eq!(parse("0000000000000000", 64, None).unwrap(), 0);
+        // Zero-padded digits are decimal to some tools, base32 or hex to others.
+        assert!(matches!(
+            parse("0000000000010", 64, None),
+            Err(Error::AmbiguousId { .. })
+        ));
         assert_eq!(parse("10", 64, None).unwrap(), 10);
     }
 
@@ -390,7 +557,7 @@ mod tests {
     fn a_36_digit_decimal_is_not_taken_for_a_uuid() {
         // Found by the `inspect` fuzz target: a global-id-128 id whose decimal text has 36 digits.
         let v = 170_027_677_375_130_371_576_546_077_701_042_943u128;
-        assert_eq!(detect(&v.to_string(), 128), Some(Format::Dec));
+        assert_eq!(detect(&v.to_string(), 128).unwrap(), Format::Dec);
         assert_eq!(parse(&v.to_string(), 128, None).unwrap(), v);
     }
 
@@ -412,7 +579,86 @@ mod tests {
         assert!(e("18446744073709551616", 64).contains("does not fit in 64 bits"));
         assert!(e("0188e6f2-a1b2-7c3d-8e4f-5a6b7c8d9e0g", 128).contains("position 35"));
         assert!(e("0188e6f2+a1b2-7c3d-8e4f-5a6b7c8d9e0f", 128).contains("position 8"));
-        assert!(e("0188e6f2-a1b2-7c3d", 128).contains("not a recognisable id"));
+        assert!(e("0188e6f2-a1b2-7c3d", 128).contains("a UUID has 36 characters"));
+        assert!(e("-5", 64).contains("not a recognisable id"));
+    }
+
+    #[test]
+    fn digits_only_text_of_a_fixed_width_is_ambiguous_not_decimal() {
+        // `idforge gen snowflake --node 0 --at 2024-10-11T09:40:25.767Z --format hex` prints
+        // 1999999999800000: only digits, so it was read as decimal (a 2010 time, node 159).
+        let e = parse("1999999999800000", 64, None).unwrap_err().to_string();
+        assert!(
+            e.contains("ambiguous") && e.contains("--format dec") && e.contains("--format hex"),
+            "{e}"
+        );
+        assert!(matches!(
+            detect("1999999999800000", 64),
+            Err(Error::AmbiguousId { .. })
+        ));
+        assert_eq!(
+            parse("1999999999800000", 64, Some(Format::Hex)).unwrap(),
+            0x1999_9999_9980_0000
+        );
+        assert_eq!(
+            parse("1999999999800000", 64, Some(Format::Dec)).unwrap(),
+            1_999_999_999_800_000
+        );
+        // 13 digits: decimal, or base32 of a 64-bit id.
+        let e = parse("1234567890123", 64, None).unwrap_err().to_string();
+        assert!(e.contains("--format base32"), "{e}");
+        // 32 digits: decimal, or hex of a 128-bit id.
+        let e = parse("12345678901234567890123456789012", 128, None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--format hex"), "{e}");
+        // Other lengths, and hex with a letter, are not ambiguous.
+        assert_eq!(
+            parse("123456789012345", 64, None).unwrap(),
+            123_456_789_012_345
+        );
+        assert_eq!(
+            parse("199999999980000a", 64, None).unwrap(),
+            0x1999_9999_9980_000a
+        );
+    }
+
+    #[test]
+    fn invalid_widths_do_not_panic() {
+        for bits in [0, 1, 3, 12, 60, 63, 65, 100, 127, 129, 200, u32::MAX] {
+            for f in [Format::Dec, Format::Hex, Format::Base32, Format::Uuid] {
+                let t = encode(u128::MAX, bits, f);
+                let _ = parse(t.as_str(), bits, Some(f));
+                let _ = parse(t.as_str(), bits, None);
+            }
+        }
+        assert_eq!(
+            encode(255, 200, Format::Hex).as_str(),
+            encode(255, 128, Format::Hex).as_str()
+        );
+    }
+
+    #[test]
+    fn braced_and_urn_uuid_text_is_accepted() {
+        let v = 0x017f_22e2_79b0_7cc3_98c4_dc0c_0c07_398fu128;
+        for t in [
+            "{017f22e2-79b0-7cc3-98c4-dc0c0c07398f}",
+            "urn:uuid:017f22e2-79b0-7cc3-98c4-dc0c0c07398f",
+            "URN:UUID:017F22E2-79B0-7CC3-98C4-DC0C0C07398F",
+        ] {
+            assert_eq!(parse(t, 128, None).unwrap(), v, "{t}");
+            assert_eq!(parse(t, 128, Some(Format::Uuid)).unwrap(), v, "{t}");
+        }
+        let e = parse("{017f22e2-79b0-7cc3-98c4-dc0c0c07398f", 128, None).unwrap_err();
+        assert!(e.to_string().contains('}'), "{e}");
+    }
+
+    #[test]
+    fn a_uuid_one_digit_short_is_told_its_length() {
+        let e = parse("017f22e2-79b0-7cc3-98c4-dc0c0c07398", 128, None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a UUID has 36 characters"), "{e}");
     }
 
     proptest! {
