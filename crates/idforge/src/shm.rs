@@ -402,6 +402,32 @@ fn flock(file: &File, op: libc::c_int) -> bool {
     unsafe { libc::flock(file.as_raw_fd(), op) == 0 }
 }
 
+/// The lock a state file's creators hold on its directory; released on drop.
+struct DirectoryLock {
+    _dir: File,
+}
+
+/// Takes the directory's exclusive `flock`, waiting up to 10 s for another creator.
+fn lock_directory(dir: &Path) -> Result<DirectoryLock, Error> {
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(dir)
+        .map_err(|e| io_err(dir, "open the directory of", e))?;
+    let start = std::time::Instant::now();
+    while !flock(&f, libc::LOCK_EX | libc::LOCK_NB) {
+        if start.elapsed() > Duration::from_secs(10) {
+            return Err(Error::StateFile(StateFileError::Io {
+                path: dir.display().to_string(),
+                action: "lock the directory of",
+                reason: "another process has been creating a state file there for 10 s (stopped?); find it with `fuser` or `lsof` on the directory".into(),
+            }));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Ok(DirectoryLock { _dir: f })
+}
+
 fn euid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
@@ -787,8 +813,17 @@ impl HostStamp {
         match fs::symlink_metadata(path) {
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                std::thread::sleep(wait);
-                create(dir, path, opts.mode, fingerprint, fresh_stamp())?;
+                // Creators hold the directory's lock from the moment they find the file missing
+                // until it exists: no other file can appear (and be used, and be deleted) at the
+                // path while this one waits out the predecessors' lead.
+                let _creating = lock_directory(dir)?;
+                match fs::symlink_metadata(path) {
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        std::thread::sleep(wait);
+                        create(dir, path, opts.mode, fingerprint, fresh_stamp())?;
+                    }
+                    _ => {} // another creator made it meanwhile: use theirs
+                }
             }
             Err(e) => return Err(io_err(path, "inspect", e)),
         }
@@ -866,9 +901,10 @@ impl HostStamp {
         };
         // Every process holds a shared lock on the file while it uses it; the first one to open
         // it (no lock held by anyone) gets the exclusive lock first: it knows no process survived
-        // from before, which durable mode needs where the boot cannot be identified.
+        // from before, which durable mode needs where the boot cannot be identified. It keeps
+        // the exclusive lock until its recovery is done, so others wait for it (below).
         let first = flock(&file, libc::LOCK_EX | libc::LOCK_NB);
-        if !flock(&file, libc::LOCK_SH) {
+        if !first && !flock(&file, libc::LOCK_SH) {
             return Err(io_err(path, "lock", std::io::Error::last_os_error()));
         }
         let per_second = (1_000_000_000u64 / tb.tick_ns).max(1);
@@ -898,6 +934,9 @@ impl HostStamp {
         };
         if hs.durable {
             hs.recover_after_reboot(&opts.boot_id_path, first)?;
+        }
+        if first && !flock(&hs._file, libc::LOCK_SH) {
+            return Err(io_err(path, "lock", std::io::Error::last_os_error()));
         }
         Ok(hs)
     }
