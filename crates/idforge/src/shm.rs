@@ -1703,6 +1703,32 @@ mod tests {
     }
 
     #[test]
+    fn creators_are_serialised_so_no_file_appears_during_a_wait() {
+        // A waits 300 ms before creating; B, arriving meanwhile with no wait of its own, must
+        // neither create its own file nor compute a fresh stamp: it opens A's file when it exists.
+        let d = tmpdir("creators");
+        let o = StateOptions::new(d.join("c.state"));
+        let b_fresh = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let a = s.spawn(|| {
+                HostStamp::open_fresh(&o, "fp", &tb(), Duration::from_millis(300), &|| 777)
+                    .unwrap()
+                    .load()
+            });
+            std::thread::sleep(Duration::from_millis(50));
+            let b = HostStamp::open_fresh(&o, "fp", &tb(), Duration::ZERO, &|| {
+                b_fresh.store(true, Ordering::Relaxed);
+                1
+            })
+            .unwrap();
+            assert_eq!(b.load(), 777, "B must open A's file");
+            assert_eq!(a.join().unwrap(), 777);
+        });
+        assert!(!b_fresh.load(Ordering::Relaxed), "B computed a fresh stamp");
+        fs::remove_dir_all(d).unwrap();
+    }
+
+    #[test]
     fn a_rewound_or_rewritten_file_is_refused() {
         let d = tmpdir("rewound");
         let path = d.join("r.state");
