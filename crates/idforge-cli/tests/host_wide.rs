@@ -198,7 +198,7 @@ fn twenty_kill_9_cycles_on_one_state_file() {
     let d = tmpdir("kill");
     let state = d.join("global-id.state");
     let mut all = HashSet::new();
-    let mut previous_last = 0u128;
+    let mut previous_last: u128;
     let mut ahead = 0;
     // A pseudo-random kill moment per cycle (30..130 ms), reproducible.
     let mut x = 0x2545_F491_4F6C_DD1Du64;
