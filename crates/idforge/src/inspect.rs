@@ -4,6 +4,7 @@
 //! ids carry no marker of their scheme, so they need one named.
 
 use crate::error::{clip, malformed, Error};
+#[cfg(feature = "locality")]
 use crate::schemes::locality::{self, LocalityUuid};
 use crate::schemes::{nanots, Scheme};
 use crate::text::{self, Format};
@@ -79,6 +80,7 @@ pub fn inspect(
             match ((value >> 76) & 0xF) as u8 {
                 7 => Scheme::Uuid7,
                 8 => Scheme::UProtocolV8,
+                #[cfg(feature = "locality")]
                 locality::VERSION => return inspect_locality(input, format),
                 v => {
                     return Err(malformed(
@@ -187,6 +189,7 @@ pub fn inspect_nanots_host(input: &str, digits: u32) -> Result<Decoded, Error> {
     })
 }
 
+#[cfg(feature = "locality")]
 /// Decodes a Locality UUID ([`locality`]), in `format` or (with `None`) the detected one; other
 /// UUID versions are refused with [`Error::WrongVersion`]. The counter is read as variable mode
 /// writes it ([`LocalityUuid::counter_reversed`]): an id does not record its mode.
@@ -241,6 +244,7 @@ mod tests {
         assert!(e.to_string().contains("version 4"));
     }
 
+    #[cfg(feature = "locality")]
     #[test]
     fn version_b_is_a_locality_uuid() {
         let d = inspect(" 20BE0FFC-314A-BD53-7A50-013A65CA76D2 ", None, None).unwrap();

@@ -3,6 +3,7 @@
 //! RFC section it implements and what was changed from it.
 
 pub mod global_id;
+#[cfg(feature = "locality")]
 pub mod locality;
 pub mod nanots;
 pub mod snowflake;
@@ -120,6 +121,17 @@ impl Scheme {
         }
     }
 
+    /// The family of this scheme's ids, which says the typed id that holds them
+    /// ([`IdFamily::of`](crate::IdFamily::of)).
+    ///
+    /// ```
+    /// use idforge::{IdFamily, Scheme};
+    /// assert_eq!(Scheme::UProtocol.family(), IdFamily::Uuid);
+    /// ```
+    pub fn family(&self) -> crate::ids::IdFamily {
+        crate::ids::IdFamily::of(self)
+    }
+
     /// Whether a generator of this scheme needs a node id from the caller.
     pub fn needs_node(&self) -> bool {
         match self {
@@ -179,6 +191,7 @@ impl Scheme {
 
     /// The node a host-wide state file is bound to. A nanots tag is only low bits over one
     /// stamp, so every tag shares one file (as in Chronicle); other schemes bind the node.
+    #[cfg(feature = "host-wide")]
     pub(crate) fn state_node(&self, node: u64) -> u64 {
         match self {
             Scheme::NanoTs => 0,
