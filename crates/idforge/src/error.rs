@@ -132,6 +132,16 @@ pub enum Error {
         /// Why not, and what to use instead.
         reason: String,
     },
+    /// A typed id was asked of a generator whose scheme makes ids of another family.
+    #[error("{scheme} ids are {found}, not {requested}: use Generator::{}() for a {}", found.method(), found.type_name())]
+    WrongIdType {
+        /// The generator's scheme.
+        scheme: String,
+        /// The family asked for.
+        requested: crate::ids::IdFamily,
+        /// The family of the scheme's ids.
+        found: crate::ids::IdFamily,
+    },
     /// A time string could not be parsed.
     #[error("invalid time {input:?}: {reason}. Use RFC 3339, for example 2024-05-01T12:00:00Z")]
     InvalidTime {

@@ -8,9 +8,12 @@ use rand::{Rng, SeedableRng};
 
 use crate::clock::{Clock, WallClock};
 use crate::error::Error;
+use crate::ids::{Id128, Id64, IdFamily, NanoTs, TypedId, UuidId};
 use crate::layout::Layout;
 use crate::sequencer::{Policy, Sequencer, StampCell, StampRange};
-use crate::shm::{fingerprint, fresh_stamp, HostStamp, ProcessStamp, StateOptions};
+use crate::shm::ProcessStamp;
+#[cfg(feature = "host-wide")]
+use crate::shm::{fingerprint, fresh_stamp, HostStamp, StateOptions};
 
 /// Where the random bits of ids (`uuid7`'s and `uprotocol`'s) come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -128,8 +131,17 @@ pub trait SchemeSpec {
     fn state_node(&self, node: u64) -> u64 {
         node
     }
+    /// The family of the scheme's ids (default: by the layout's width).
+    fn family(&self) -> IdFamily {
+        if self.layout().bits <= 64 {
+            IdFamily::Id64
+        } else {
+            IdFamily::Id128
+        }
+    }
 }
 
+#[cfg(feature = "host-wide")]
 /// A sequencer whose stamp is in a state file: the one place that binds a file to a scheme
 /// (`name`, `layout_spec`, time base, `node`, durable mode and policy: the fingerprint), starts a
 /// new file above every id a deleted predecessor could still issue ([`fresh_stamp`]) and, after
@@ -183,6 +195,8 @@ pub struct Generator<C: Clock = WallClock, S: StampCell = ProcessStamp> {
     source: RandomSource,
     counter_bits: u32,
     counter_mask: u64,
+    /// The family of the scheme's ids, checked by the typed `next_*` methods.
+    family: IdFamily,
 }
 
 /// Where a segment of a field lands: which 64-bit half of the id (as a mask: all ones for the
@@ -335,6 +349,7 @@ impl<C: Clock> Generator<C, ProcessStamp> {
     }
 }
 
+#[cfg(feature = "host-wide")]
 impl<C: Clock> Generator<C, HostStamp> {
     /// A host-wide generator: its stamp is in the state file `state.path`, shared by every
     /// process of the host that opens the same file, so their ids are unique and ordered together
@@ -418,6 +433,7 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
         Ok(Generator {
             counter_bits: layout.counter.width(),
             counter_mask: (1u64 << layout.counter.width()) - 1,
+            family: scheme.family(),
             encoder: encoder_for(&layout),
             seq,
             name: scheme.name().to_string(),
@@ -466,6 +482,112 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
             });
         }
         self.next().map(|id| id as u64)
+    }
+
+    /// The next id as a typed id `T` ([`UuidId`], [`Id64`], [`Id128`] or [`NanoTs`]), which must
+    /// be the type of the scheme's [family](Scheme::family).
+    ///
+    /// # Errors
+    /// [`Error::WrongIdType`] when the scheme's ids are of another family (nothing is issued);
+    /// otherwise as [`next`](Self::next).
+    ///
+    /// ```
+    /// use idforge::{Generator, Id128, Scheme, UuidId};
+    /// let g = Generator::new(&Scheme::GlobalId128, Some(3))?;
+    /// let a = g.next_id::<Id128>()?;
+    /// assert!(g.next_id::<Id128>()? > a);
+    /// assert!(g.next_id::<UuidId>().is_err());
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
+    #[inline]
+    pub fn next_id<T: TypedId>(&self) -> Result<T, Error> {
+        if self.family != T::FAMILY {
+            return Err(self.wrong_family(T::FAMILY));
+        }
+        self.next().map(T::from_generated)
+    }
+
+    /// The next id of a UUID scheme (`uuid7`, `uprotocol`, `uprotocol-v8`) as a [`UuidId`].
+    ///
+    /// # Errors
+    /// [`Error::WrongIdType`] for a scheme whose ids are not UUIDs; otherwise as
+    /// [`next`](Self::next).
+    ///
+    /// ```
+    /// use idforge::{Generator, Scheme};
+    /// let g = Generator::new(&Scheme::UProtocol, None)?;
+    /// let id = g.next_uuid()?;
+    /// assert_eq!(id.version(), 7);
+    /// println!("{id}"); // 0190a0b1-7c3d-7e4f-8a6b-7c8d9e0f1a2b
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
+    #[inline]
+    pub fn next_uuid(&self) -> Result<UuidId, Error> {
+        self.next_id()
+    }
+
+    /// The next id of a 64-bit integer scheme (`global-id`, `snowflake`, `sonyflake`, 64-bit
+    /// custom layouts) as an [`Id64`].
+    ///
+    /// # Errors
+    /// [`Error::WrongIdType`] for a scheme of another family (`nanots` has
+    /// [`next_nanots`](Self::next_nanots)); otherwise as [`next`](Self::next).
+    ///
+    /// ```
+    /// use idforge::{Generator, Scheme};
+    /// let g = Generator::new(&Scheme::GlobalId, Some(3))?;
+    /// let id = g.next_id64()?;
+    /// assert_eq!(g.layout().decode(id.as_u64().into()).node, 3);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
+    #[inline]
+    pub fn next_id64(&self) -> Result<Id64, Error> {
+        self.next_id()
+    }
+
+    /// The next id of a 128-bit integer scheme that is not a UUID (`global-id-128`, 128-bit
+    /// custom layouts) as an [`Id128`].
+    ///
+    /// # Errors
+    /// [`Error::WrongIdType`] for a scheme of another family; otherwise as [`next`](Self::next).
+    ///
+    /// ```
+    /// use idforge::{Generator, Scheme};
+    /// let g = Generator::new(&Scheme::GlobalId128, Some(3))?;
+    /// let id = g.next_id128()?;
+    /// assert_eq!(id.to_string(), id.as_u128().to_string());
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
+    #[inline]
+    pub fn next_id128(&self) -> Result<Id128, Error> {
+        self.next_id()
+    }
+
+    /// The next `nanots` value as a [`NanoTs`].
+    ///
+    /// # Errors
+    /// [`Error::WrongIdType`] for a scheme other than `nanots`; otherwise as
+    /// [`next`](Self::next).
+    ///
+    /// ```
+    /// use idforge::{Generator, Scheme};
+    /// let g = Generator::new(&Scheme::NanoTs, Some(7))?;
+    /// let ts = g.next_nanots()?;
+    /// assert_eq!(ts.as_u64() & 31, 7); // the tag
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
+    #[inline]
+    pub fn next_nanots(&self) -> Result<NanoTs, Error> {
+        self.next_id()
+    }
+
+    #[cold]
+    fn wrong_family(&self, requested: IdFamily) -> Error {
+        Error::WrongIdType {
+            scheme: self.name.clone(),
+            requested,
+            found: self.family,
+        }
     }
 
     /// `n` ids taken in one atomic step: consecutive stamps, increasing ids.

@@ -10,6 +10,7 @@
 //! its format named ([`Error::AmbiguousId`]).
 
 use crate::error::{clip, malformed, Error};
+#[cfg(feature = "locality")]
 use crate::schemes::locality::{self, LocalityUuid};
 use crate::schemes::{nanots, Scheme};
 use crate::text::{self, Format};
@@ -138,6 +139,7 @@ pub fn inspect(
             match ((value >> 76) & 0xF) as u8 {
                 7 => return inspect_v7(trimmed, value),
                 8 => Scheme::UProtocolV8,
+                #[cfg(feature = "locality")]
                 locality::VERSION => return inspect_locality(input, format),
                 v => {
                     return Err(malformed(
@@ -297,6 +299,7 @@ pub fn inspect_nanots_host(input: &str, digits: u32) -> Result<Decoded, Error> {
     })
 }
 
+#[cfg(feature = "locality")]
 /// Decodes a Locality UUID ([`locality`]), in `format` or (with `None`) the detected one; other
 /// UUID versions are refused with [`Error::WrongVersion`]. The counter is read as variable mode
 /// writes it ([`LocalityUuid::counter_reversed`]): an id does not record its mode.
@@ -359,6 +362,7 @@ mod tests {
         assert!(e.to_string().contains("version 4"));
     }
 
+    #[cfg(feature = "locality")]
     #[test]
     fn version_b_is_a_locality_uuid() {
         let d = inspect(" 20BE0FFC-314A-BD53-7A50-013A65CA76D2 ", None, None).unwrap();

@@ -14,6 +14,8 @@
 //! * [`Scheme`]: the presets ([`schemes`]: UUIDv7, uProtocol, GlobalId, Snowflake, Sonyflake)
 //!   and custom layouts; [`Generator`] makes ids of any of them.
 //! * [`text`]: decimal, hex, Crockford base32 and UUID text; [`inspect()`] decodes any id.
+//! * [`ids`]: typed ids ([`UuidId`], [`Id64`], [`Id128`], [`NanoTs`]) from
+//!   [`Generator::next_uuid`] and its siblings, with `serde` and `uuid` support behind features.
 //!
 //! ```
 //! use idforge::{Generator, Scheme, text::{encode, Format}};
@@ -22,12 +24,22 @@
 //! println!("{}", encode(id, 128, Format::Uuid));
 //! # Ok::<(), idforge::Error>(())
 //! ```
+//!
+//! # Cargo features
+//!
+//! | feature | default | what it adds |
+//! | --- | --- | --- |
+//! | `host-wide` | on | state-file stamps shared by the processes of a host: [`HostStamp`], `Generator::host_wide`, `nanots::HostGenerator::host_wide` (needs `memmap2`) |
+//! | `locality` | on | the Locality UUID scheme, `schemes::locality` (needs `md-5`) |
+//! | `serde` | off | `Serialize`/`Deserialize` for the typed ids ([`ids`]) |
+//! | `uuid` | off | conversions between [`UuidId`] (and `LocalityUuid`) and `uuid::Uuid` |
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
 pub mod clock;
 pub mod error;
 pub mod generator;
+pub mod ids;
 pub mod inspect;
 pub mod layout;
 pub mod schemes;
@@ -40,6 +52,7 @@ pub mod time;
 pub use clock::{Clock, ManualClock, WallClock};
 pub use error::{Error, StateFileError};
 pub use generator::{Batch, Generator, RandomSource, SchemeSpec};
+pub use ids::{Id128, Id64, IdFamily, NanoTs, TypedId, UuidId};
 pub use inspect::{inspect, Decoded};
 pub use layout::{Field, Layout, LayoutBuilder, Parts, Segment};
 pub use schemes::uuid7::uuid7;
@@ -47,9 +60,9 @@ pub use schemes::Scheme;
 pub use sequencer::{
     OnClockBehind, OnExhausted, Policy, Sequencer, StampCell, StampRange, Timebase,
 };
-pub use shm::{
-    default_state_dir, default_state_path, HostStamp, ProcessStamp, SharedWords, StateOptions,
-};
+#[cfg(feature = "host-wide")]
+pub use shm::HostStamp;
+pub use shm::{default_state_dir, default_state_path, ProcessStamp, SharedWords, StateOptions};
 
 /// The README's examples, compiled and run as doc-tests.
 #[cfg(doctest)]

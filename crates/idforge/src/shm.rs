@@ -80,6 +80,9 @@
 //! the others). The raise takes no lock, so a `fork()` while another thread raises cannot
 //! deadlock the child.
 
+// Without `host-wide`, the state-file helpers below have no caller left.
+#![cfg_attr(not(feature = "host-wide"), allow(dead_code, unused_imports))]
+
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
@@ -87,6 +90,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
+#[cfg(feature = "host-wide")]
 use memmap2::MmapMut;
 
 use crate::error::Error;
@@ -695,15 +699,22 @@ mod guard {
     }
 }
 
-/// Why a [`HostStamp`] stopped issuing.
+// Why a `HostStamp` stopped issuing.
+#[cfg(feature = "host-wide")]
 const BROKEN_NONE: u64 = 0;
+#[cfg(feature = "host-wide")]
 const BROKEN_DELETED: u64 = 1;
+#[cfg(feature = "host-wide")]
 const BROKEN_REPLACED: u64 = 2;
+#[cfg(feature = "host-wide")]
 const BROKEN_TRUNCATED: u64 = 3;
+#[cfg(feature = "host-wide")]
 const BROKEN_UNCHECKABLE: u64 = 4;
+#[cfg(feature = "host-wide")]
 const BROKEN_REWOUND: u64 = 5;
 
 /// The stamp in a state file shared by every process of the host.
+#[cfg(feature = "host-wide")]
 pub struct HostStamp {
     // Field order: the slots point into `map`, so they are declared (and dropped) first.
     stamp: Slot,
@@ -732,6 +743,7 @@ pub struct HostStamp {
     path: PathBuf,
 }
 
+#[cfg(feature = "host-wide")]
 impl std::fmt::Debug for HostStamp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HostStamp")
@@ -742,6 +754,7 @@ impl std::fmt::Debug for HostStamp {
     }
 }
 
+#[cfg(feature = "host-wide")]
 impl HostStamp {
     /// Opens (creating it if needed) the state file for a generator with this fingerprint and
     /// time base. A newly created file starts at stamp 0; generators use
@@ -1105,12 +1118,14 @@ impl HostStamp {
     }
 }
 
+#[cfg(feature = "host-wide")]
 impl Drop for HostStamp {
     fn drop(&mut self) {
         guard::unregister(self.guard);
     }
 }
 
+#[cfg(feature = "host-wide")]
 impl StampCell for HostStamp {
     #[inline]
     fn load(&self) -> u64 {
@@ -1335,7 +1350,7 @@ impl StampCell for ProcessStamp {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "host-wide"))]
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
@@ -1794,6 +1809,11 @@ mod tests {
         );
         fs::remove_dir_all(d).unwrap();
     }
+}
+
+#[cfg(test)]
+mod process_tests {
+    use super::*;
 
     #[test]
     fn process_stamp_is_a_plain_atomic() {

@@ -306,7 +306,9 @@ pub fn system_mac() -> Option<[u8; 6]> {
 /// A UUID held for reading as a Locality UUID: 16 bytes, most significant first.
 ///
 /// Any UUID parses; the locality fields (counter, pid, MAC fragment, time) are refused with
-/// [`Error::WrongVersion`] unless its version nibble is `b`.
+/// [`Error::WrongVersion`] unless its version nibble is `b`. It has the traits of the typed ids
+/// ([`UuidId`](crate::UuidId)): with the `serde` feature it is its text in human-readable formats
+/// and 16 bytes in binary ones; with `uuid` it converts to and from `uuid::Uuid`.
 ///
 /// ```
 /// use idforge::schemes::locality::LocalityUuid;
@@ -511,6 +513,35 @@ impl TryFrom<&[u8]> for LocalityUuid {
     type Error = Error;
     fn try_from(bytes: &[u8]) -> Result<Self, Error> {
         Self::from_slice(bytes)
+    }
+}
+
+#[cfg(feature = "uuid")]
+impl From<LocalityUuid> for uuid::Uuid {
+    fn from(id: LocalityUuid) -> uuid::Uuid {
+        uuid::Uuid::from_u128(id.0)
+    }
+}
+
+#[cfg(feature = "uuid")]
+impl From<uuid::Uuid> for LocalityUuid {
+    fn from(id: uuid::Uuid) -> LocalityUuid {
+        LocalityUuid(id.as_u128())
+    }
+}
+
+/// As [`UuidId`](crate::UuidId): its text in human-readable formats, 16 bytes in binary ones.
+#[cfg(feature = "serde")]
+impl serde::Serialize for LocalityUuid {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        crate::ids::serde_impl::serialize_uuid(self.0, s)
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for LocalityUuid {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        crate::ids::serde_impl::deserialize_uuid(d)
     }
 }
 

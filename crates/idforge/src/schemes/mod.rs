@@ -4,6 +4,7 @@
 
 pub mod catalog;
 pub mod global_id;
+#[cfg(feature = "locality")]
 pub mod locality;
 pub mod nanots;
 pub mod snowflake;
@@ -121,6 +122,26 @@ impl Scheme {
         }
     }
 
+    /// The family of this scheme's ids, which says the typed id that holds them
+    /// (UUID schemes, `nanots`, then by width).
+    ///
+    /// ```
+    /// use idforge::{IdFamily, Scheme};
+    /// assert_eq!(Scheme::UProtocol.family(), IdFamily::Uuid);
+    /// ```
+    pub fn family(&self) -> crate::ids::IdFamily {
+        use crate::ids::IdFamily;
+        if self.uuid_version().is_some() {
+            IdFamily::Uuid
+        } else if *self == Scheme::NanoTs {
+            IdFamily::NanoTs
+        } else if self.layout().bits <= 64 {
+            IdFamily::Id64
+        } else {
+            IdFamily::Id128
+        }
+    }
+
     /// Whether a generator of this scheme needs a node id from the caller.
     pub fn needs_node(&self) -> bool {
         match self {
@@ -180,6 +201,7 @@ impl Scheme {
 
     /// The node a host-wide state file is bound to. A nanots tag is only low bits over one
     /// stamp, so every tag shares one file (as in Chronicle); other schemes bind the node.
+    #[cfg(feature = "host-wide")]
     pub(crate) fn state_node(&self, node: u64) -> u64 {
         match self {
             Scheme::NanoTs => 0,
@@ -218,6 +240,9 @@ impl crate::generator::SchemeSpec for Scheme {
     }
     fn state_node(&self, node: u64) -> u64 {
         Scheme::state_node(self, node)
+    }
+    fn family(&self) -> crate::ids::IdFamily {
+        Scheme::family(self)
     }
 }
 

@@ -285,6 +285,7 @@ impl<C: Clock> HostGenerator<C> {
     }
 }
 
+#[cfg(feature = "host-wide")]
 impl<C: Clock> HostGenerator<C, crate::shm::HostStamp> {
     /// A host-wide generator: its stamp is in the state file `state.path`, shared by every
     /// process of the host that opens it (see [`crate::Generator::host_wide`]). The file is bound
@@ -332,6 +333,24 @@ impl<C: Clock, S: StampCell> HostGenerator<C, S> {
     pub fn next(&self) -> Result<u64, Error> {
         // The time base keeps every stamp at most `max_stamp`, so `encode` cannot wrap.
         self.seq.next().map(|stamp| self.host.encode(stamp))
+    }
+
+    /// The next value as a typed [`NanoTs`](crate::NanoTs).
+    ///
+    /// # Errors
+    /// As [`next`](Self::next).
+    ///
+    /// ```
+    /// use idforge::schemes::nanots::HostGenerator;
+    /// let g = HostGenerator::new(28, 2)?;
+    /// let ts = g.next_nanots()?;
+    /// assert_eq!(ts.as_u64() % 100, 28);
+    /// assert!(g.next_nanots()? > ts);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
+    #[inline]
+    pub fn next_nanots(&self) -> Result<crate::NanoTs, Error> {
+        self.next().map(crate::NanoTs::from_u64)
     }
 
     /// The host id and its digits.
