@@ -125,6 +125,17 @@ pub trait TypedId:
     fn from_generated(raw: u128) -> Self;
 }
 
+/// Parses an integer id: text made only of decimal digits is decimal (the ids' own `Display`,
+/// so every id reads back), anything else as [`text::parse`] detects it (`0x` hex, base32, ...).
+fn parse_integer_id(s: &str, bits: u32) -> Result<u128, Error> {
+    let t = s.trim();
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        text::parse(s, bits, Some(Format::Dec))
+    } else {
+        text::parse(s, bits, None)
+    }
+}
+
 /// Parses UUID text (8-4-4-4-12, either case) or 32 hex digits (with or without `0x`).
 fn parse_uuid_text(s: &str) -> Result<u128, Error> {
     let t = s.trim();
@@ -136,8 +147,11 @@ fn parse_uuid_text(s: &str) -> Result<u128, Error> {
         // 32 hex digits are a UUID's hex for this type, even when made only of digits.
         return text::parse(s, 128, Some(Format::Hex));
     }
+    let uuid_like = t.contains('-') || t.starts_with('{') || t.starts_with("urn:");
     match text::detect(t, 128) {
         Ok(Format::Uuid) => text::parse(s, 128, Some(Format::Uuid)),
+        // Say exactly what is wrong with text meant as a UUID.
+        _ if uuid_like => text::parse(s, 128, Some(Format::Uuid)),
         _ => Err(malformed(
             s,
             "expected a UUID: 8-4-4-4-12 hex digits (0190a0b1-7c3d-7e4f-8a6b-7c8d9e0f1a2b) or 32 hex digits",
@@ -404,14 +418,14 @@ common!(
     u64,
     Id64,
     |v| text::encode(v as u128, 64, Format::Dec),
-    |s| text::parse(s, 64, None).map(|v| v as u64)
+    |s| parse_integer_id(s, 64).map(|v| v as u64)
 );
 common!(
     Id128,
     u128,
     Id128,
     |v| text::encode(v, 128, Format::Dec),
-    |s| text::parse(s, 128, None)
+    |s| parse_integer_id(s, 128)
 );
 common!(
     NanoTs,
