@@ -19,6 +19,9 @@ pub enum Kind {
     Locality,
 }
 
+/// The locality scheme's name (also without the `locality` feature, to say it is missing).
+const LOCALITY: &str = "locality";
+
 /// The names [`Kind::from_name`] accepts, in the order `idforge schemes` lists them.
 pub const NAMES: [&str; 11] = [
     "uuid7",
@@ -63,7 +66,14 @@ impl Kind {
                 }
             }
             Some("nanots-host") => Kind::NanoTsHost,
+            #[cfg(feature = "locality")]
             Some("locality") => Kind::Locality,
+            #[cfg(not(feature = "locality"))]
+            Some("locality") => {
+                return Err(Error::UnknownScheme(
+                    "\"locality\" (this build of idforge has no `locality` feature)".into(),
+                ))
+            }
             Some(n) => Kind::Layout(Scheme::from_name(n)?),
             None => {
                 return Err(Error::UnknownScheme(match closest(&lower) {
@@ -86,7 +96,7 @@ impl Kind {
         match self {
             Kind::Layout(s) => s.name(),
             Kind::NanoTsHost => "nanots-host",
-            Kind::Locality => super::locality::NAME,
+            Kind::Locality => LOCALITY,
         }
     }
 
@@ -218,14 +228,14 @@ pub fn facts() -> Vec<Facts> {
             summary: "Chronicle DistributedUniqueTimeProvider; --host N (or IDFORGE_HOST), --format time prints 2021-12-28T14:07:02.954100128".into(),
         });
     }
-    let time_bits = super::locality::TIME_BITS;
+    #[cfg(feature = "locality")]
     out.push(Facts {
-        name: super::locality::NAME.into(),
+        name: LOCALITY.into(),
         bits: 128,
         ids_per_tick: 1 << 32,
         ids_per_second: (1u64 << 32) as f64 * 1000.0,
         nodes: None,
-        end_year: year_of_unix_ns((1u128 << time_bits) * 1_000_000),
+        end_year: year_of_unix_ns((1u128 << super::locality::TIME_BITS) * 1_000_000),
         tick_ns: 1_000_000,
         epoch: format_unix_ns(0, 3),
         diagram: "counter(32) | pid(16) | ver=b | mac(28) | time(48)".into(),
@@ -266,6 +276,10 @@ mod tests {
     #[test]
     fn every_name_resolves_and_round_trips() {
         for n in NAMES {
+            if cfg!(not(feature = "locality")) && n == LOCALITY {
+                assert!(Kind::from_name(n, None).is_err());
+                continue;
+            }
             let layout = (n == "custom").then_some("time:41,node:10,counter:12");
             let k = Kind::from_name(n, layout).unwrap();
             assert_eq!(k.name(), n);
@@ -286,7 +300,10 @@ mod tests {
     #[test]
     fn facts_are_computed_from_the_layouts() {
         let all = facts();
-        assert_eq!(all.len(), Scheme::PRESETS.len() + 3);
+        assert_eq!(
+            all.len(),
+            Scheme::PRESETS.len() + 2 + usize::from(cfg!(feature = "locality"))
+        );
         for f in &all {
             assert!(f.end_year > 2025, "{}", f.name);
         }
@@ -296,6 +313,7 @@ mod tests {
         assert_eq!(by("nanots").nodes, None);
         assert_eq!(by("nanots-host").ids_per_second, 1e7);
         assert_eq!(by("nanots-host/3").end_year, 2540);
+        #[cfg(feature = "locality")]
         assert_eq!(by("locality").end_year, 10889);
     }
 }

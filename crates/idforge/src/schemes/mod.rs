@@ -201,7 +201,6 @@ impl Scheme {
 
     /// The node a host-wide state file is bound to. A nanots tag is only low bits over one
     /// stamp, so every tag shares one file (as in Chronicle); other schemes bind the node.
-    #[cfg(feature = "host-wide")]
     pub(crate) fn state_node(&self, node: u64) -> u64 {
         match self {
             Scheme::NanoTs => 0,
