@@ -138,9 +138,9 @@ pub enum Error {
         /// The generator's scheme.
         scheme: String,
         /// The family asked for.
-        requested: crate::ids::IdFamily,
+        requested: crate::family::IdFamily,
         /// The family of the scheme's ids.
-        found: crate::ids::IdFamily,
+        found: crate::family::IdFamily,
     },
     /// A time string could not be parsed.
     #[error("invalid time {input:?}: {reason}. Use RFC 3339, for example 2024-05-01T12:00:00Z")]

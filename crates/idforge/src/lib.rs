@@ -38,6 +38,7 @@
 
 pub mod clock;
 pub mod error;
+mod family;
 pub mod generator;
 pub mod ids;
 pub mod inspect;

@@ -100,6 +100,220 @@ pub fn parse_rfc3339(text: &str) -> Result<u64, Error> {
     })
 }
 
+/// The text form of nanosecond timestamps (`nanots`, `nanots-host`): `2021-12-28T14:07:02.954100128`.
+/// A foundation module (ids and schemes both use it); re-exported as
+/// [`schemes::nanots::format`](crate::schemes::nanots::format) and its siblings.
+pub mod nanots_text {
+    use super::format_unix_ns;
+    use crate::error::{clip, malformed, Error};
+
+    const NS_PER_S: u64 = 1_000_000_000;
+
+    /// The text of a value: `2021-12-28T14:07:02.954100128`, UTC with no zone suffix, trailing zeros
+    /// of the fraction dropped (no dot when it is zero), as Chronicle prints it.
+    ///
+    /// ```
+    /// use idforge::schemes::nanots::format;
+    /// assert_eq!(format(1_640_700_422_954_100_128), "2021-12-28T14:07:02.954100128");
+    /// assert_eq!(format(1_500_000_000), "1970-01-01T00:00:01.5");
+    /// assert_eq!(format(0), "1970-01-01T00:00:00");
+    /// assert_eq!(format(u64::MAX), "2554-07-21T23:34:33.709551615");
+    /// ```
+    pub fn format(ns: u64) -> String {
+        let mut out = format_unix_ns((ns / NS_PER_S * NS_PER_S) as i128, 0);
+        // `format_unix_ns` always ends in `Z`; this form has no zone suffix.
+        out.pop();
+        let frac = ns % NS_PER_S;
+        if frac != 0 {
+            let digits = format!("{frac:09}");
+            out.push('.');
+            out.push_str(digits.trim_end_matches('0'));
+        }
+        out
+    }
+
+    /// The shape [`parse`] accepts, for its error messages.
+    const SHAPE: &str = "YYYY-MM-DDTHH:MM:SS";
+
+    /// Parses the text of a value: `YYYY-MM-DDTHH:MM:SS`, an optional fraction of 1 to 9 digits, then
+    /// nothing (UTC), `Z`, or an offset `+HH:MM`/`-HH:MM`, which is honoured (the original ignores
+    /// it). Surrounding whitespace is trimmed. Anything else, or a time before 1970 or after
+    /// 2554-07-21T23:34:33.709551615, is [`Error::InvalidTime`] naming the input and the problem.
+    ///
+    /// ```
+    /// use idforge::schemes::nanots::parse;
+    /// let utc = parse("2021-12-28T14:07:02.954100128")?;
+    /// assert_eq!(utc, 1_640_700_422_954_100_128);
+    /// assert_eq!(parse("2021-12-28T16:07:02.954100128+02:00")?, utc);
+    /// assert_eq!(parse(" 2021-12-28T14:07:02.954100128Z\n")?, utc);
+    /// assert!(parse("2021-12-28 14:07:02").is_err());
+    /// assert!(parse("1969-12-31T23:59:59").is_err());
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
+    pub fn parse(text: &str) -> Result<u64, Error> {
+        let bad = |reason: String| Error::InvalidTime {
+            input: clip(text),
+            reason,
+        };
+        let s = text.trim();
+        if s.is_empty() {
+            return Err(bad(format!(
+                "it is empty; expected {SHAPE} with an optional fraction and offset"
+            )));
+        }
+        // The fixed part, character by character: a digit where the shape has a letter.
+        let bytes = s.as_bytes();
+        for (i, want) in SHAPE.bytes().enumerate() {
+            let found = match s.get(i..).and_then(|r| r.chars().next()) {
+                Some(c) => c,
+                None => {
+                    return Err(bad(format!(
+                        "it ends after {} characters; expected {SHAPE}",
+                        s.chars().count()
+                    )))
+                }
+            };
+            let ok = if want.is_ascii_uppercase() && want != b'T' {
+                found.is_ascii_digit()
+            } else {
+                found == want as char
+            };
+            if !ok {
+                let what = if want.is_ascii_uppercase() && want != b'T' {
+                    "a digit".to_string()
+                } else {
+                    format!("{:?}", want as char)
+                };
+                return Err(bad(format!(
+                    "character {} is {found:?} where {SHAPE} has {what}",
+                    i + 1
+                )));
+            }
+        }
+        let num = |from: usize, to: usize| -> i32 {
+            bytes[from..to]
+                .iter()
+                .fold(0, |n, b| n * 10 + i32::from(b - b'0'))
+        };
+        // Every byte of the fixed part is ASCII, so index 19 is a character boundary.
+        let mut rest = &s[SHAPE.len()..];
+        let mut nanos = 0i32;
+        if let Some(after_dot) = rest.strip_prefix('.') {
+            let n = after_dot.bytes().take_while(u8::is_ascii_digit).count();
+            if n == 0 {
+                return Err(bad(
+                    "the '.' must be followed by 1 to 9 fraction digits".into()
+                ));
+            }
+            if n > 9 {
+                return Err(bad(format!(
+                    "the fraction has {n} digits; at most 9 (nanoseconds)"
+                )));
+            }
+            let frac = after_dot[..n]
+                .bytes()
+                .fold(0i32, |f, b| f * 10 + i32::from(b - b'0'));
+            nanos = frac * 10i32.pow(9 - n as u32);
+            rest = &after_dot[n..];
+        }
+        let offset_s = match rest.as_bytes() {
+            [] | [b'Z'] => 0,
+            [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2]
+                if [h1, h2, m1, m2].iter().all(|b| b.is_ascii_digit()) =>
+            {
+                let hours = i32::from((h1 - b'0') * 10 + (h2 - b'0'));
+                let minutes = i32::from((m1 - b'0') * 10 + (m2 - b'0'));
+                if hours > 23 || minutes > 59 {
+                    return Err(bad(format!(
+                        "the offset {rest} is not a valid offset: hours 00 to 23, minutes 00 to 59"
+                    )));
+                }
+                let secs = hours * 3600 + minutes * 60;
+                if *sign == b'-' {
+                    -secs
+                } else {
+                    secs
+                }
+            }
+            _ => {
+                return Err(bad(format!(
+                    "unexpected {rest:?} after the seconds; expected a fraction of 1 to 9 digits \
+                     (.954100128), then nothing (UTC), Z, or an offset like +02:00"
+                )))
+            }
+        };
+        // Checked field by field by jiff: month 1..=12, the day within its month, no leap second.
+        // The casts cannot truncate: every field has at most 4 digits, a year at most 9999.
+        let dt = jiff::civil::DateTime::new(
+            num(0, 4) as i16,
+            num(5, 7) as i8,
+            num(8, 10) as i8,
+            num(11, 13) as i8,
+            num(14, 16) as i8,
+            num(17, 19) as i8,
+            nanos,
+        )
+        .map_err(|e| bad(format!("{e}")))?;
+        let ts = jiff::tz::Offset::from_seconds(offset_s)
+            .and_then(|o| o.to_timestamp(dt))
+            .map_err(|e| bad(format!("{e}")))?;
+        let ns = ts.as_nanosecond();
+        u64::try_from(ns).map_err(|_| {
+            bad(if ns < 0 {
+                "it is before 1970-01-01T00:00:00 UTC; a nanots value counts nanoseconds since then"
+                    .into()
+            } else {
+                format!(
+                    "it is after {}, the last time a u64 of nanoseconds holds",
+                    format(u64::MAX)
+                )
+            })
+        })
+    }
+
+    /// A value given either as a decimal integer (`1640700422954100128`) or as text
+    /// (`2021-12-28T14:07:02.954100128`, see [`parse`]), for `idforge inspect`.
+    ///
+    /// ```
+    /// use idforge::schemes::nanots::decode_text_or_int;
+    /// assert_eq!(decode_text_or_int("1640700422954100128")?, 1_640_700_422_954_100_128);
+    /// assert_eq!(decode_text_or_int("2021-12-28T14:07:02.954100128")?, 1_640_700_422_954_100_128);
+    /// assert!(decode_text_or_int("18446744073709551616").is_err()); // 2^64
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
+    pub fn decode_text_or_int(input: &str) -> Result<u64, Error> {
+        let s = input.trim();
+        if s.is_empty() {
+            return Err(malformed(
+                input,
+                "it is empty; give a nanots value as a decimal integer or as text like \
+                 2021-12-28T14:07:02.954100128",
+            ));
+        }
+        if s.bytes().all(|b| b.is_ascii_digit()) {
+            return s.parse().map_err(|_| {
+                malformed(
+                    input,
+                    "as a decimal integer it does not fit in 64 bits (the largest is \
+                     18446744073709551615)",
+                )
+            });
+        }
+        // Text starts with a 4-digit year and a dash; anything else is neither form.
+        let looks_like_time = s.len() >= 5
+            && s.as_bytes()[..4].iter().all(u8::is_ascii_digit)
+            && s.as_bytes()[4] == b'-';
+        if looks_like_time {
+            parse(s)
+        } else {
+            Err(malformed(
+                input,
+                "it is neither a decimal integer nor a timestamp like 2021-12-28T14:07:02.954100128",
+            ))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
