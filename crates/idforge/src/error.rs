@@ -18,6 +18,23 @@ pub enum Error {
         /// Largest node id the field holds.
         max: u128,
     },
+    /// A setting was given to a scheme that does not take it (a node id to locality, a state
+    /// file to uprotocol-v8, ...): it is refused, never silently ignored.
+    #[error("{scheme} does not take {setting}: {why}")]
+    NotApplicable {
+        /// The scheme name.
+        scheme: String,
+        /// The setting.
+        setting: String,
+        /// Why the scheme does not take it.
+        why: String,
+    },
+    /// nanots-host was opened without a host id.
+    #[error("nanots-host needs a host id (0-99, or 0-999 with 3 host digits): give the `node` option the host id; idforge never picks one for you")]
+    HostRequired,
+    /// A text format name is unknown or does not fit the scheme's ids.
+    #[error("{0}")]
+    InvalidFormat(String),
     /// A scheme that needs a node id got none.
     #[error("{scheme} needs a node id from 0 to {max}: pass --node N or set IDFORGE_NODE (idforge never picks a random node for you)")]
     NodeRequired {

@@ -444,6 +444,23 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
         })
     }
 
+    /// The same generator with its stamp cell wrapped by `f` (for instance into
+    /// [`AnyCell`](crate::schemes::open::AnyCell)); the stamp stays where it is.
+    pub fn map_cell<T: StampCell>(self, f: impl FnOnce(S) -> T) -> Generator<C, T> {
+        Generator {
+            seq: self.seq.map_cell(f),
+            name: self.name,
+            layout: self.layout,
+            base: self.base,
+            encoder: self.encoder,
+            random: self.random,
+            source: self.source,
+            counter_bits: self.counter_bits,
+            counter_mask: self.counter_mask,
+            family: self.family,
+        }
+    }
+
     /// Where random bits come from: [`RandomSource::Secure`] (the default) or
     /// [`RandomSource::Fast`]. Schemes without random bits ignore it.
     ///

@@ -295,6 +295,23 @@ pub struct Sequencer<C: Clock = WallClock, S: StampCell = AtomicU64> {
     policy: Policy,
 }
 
+impl<C: Clock, S: StampCell> Sequencer<C, S> {
+    /// The same sequencer with its cell wrapped by `f` (into an enum of cell types, for
+    /// instance); the stamp stays where it is.
+    pub fn map_cell<T: StampCell>(self, f: impl FnOnce(S) -> T) -> Sequencer<C, T> {
+        Sequencer {
+            clock: self.clock,
+            cell: f(self.cell),
+            tb: self.tb,
+            tick: self.tick,
+            max_stamp: self.max_stamp,
+            max_tick: self.max_tick,
+            max_lead_ticks: self.max_lead_ticks,
+            policy: self.policy,
+        }
+    }
+}
+
 impl<C: Clock + std::fmt::Debug, S: StampCell> std::fmt::Debug for Sequencer<C, S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Sequencer")

@@ -7,6 +7,7 @@ pub mod global_id;
 #[cfg(feature = "locality")]
 pub mod locality;
 pub mod nanots;
+pub mod open;
 pub mod snowflake;
 pub mod uprotocol;
 pub mod uprotocol_v8;

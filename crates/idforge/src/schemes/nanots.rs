@@ -313,6 +313,11 @@ impl<C: Clock> HostGenerator<C, crate::shm::HostStamp> {
 }
 
 impl<C: Clock, S: StampCell> HostGenerator<C, S> {
+    /// The sequencer, taking the generator apart.
+    pub fn into_sequencer(self) -> Sequencer<C, S> {
+        self.seq
+    }
+
     /// A generator over a given sequencer (a shared-memory cell, a model-checked atomic, ...),
     /// whose time base must be `host.timebase()` ([`Error::InvalidLayout`] otherwise).
     pub fn with_sequencer(host: HostDigits, seq: Sequencer<C, S>) -> Result<Self, Error> {

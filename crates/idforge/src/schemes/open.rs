@@ -1,0 +1,520 @@
+//! Opening any scheme by name: the one way the command line, the service and the fleet make a
+//! generator. [`Kind`] says what a scheme is; [`Opened::open`] turns it and an [`OpenOptions`]
+//! (identity, clock, policy, where the stamp lives) into a generator of that scheme, whatever
+//! its kind: a bit layout on the sequencer, Chronicle's decimal host ids, the Locality UUID, or
+//! the uProtocol v8 singleton.
+//!
+//! ```
+//! use idforge::schemes::catalog::Kind;
+//! use idforge::schemes::open::{OpenOptions, Opened};
+//! use idforge::text::Format;
+//!
+//! let kind = Kind::from_name("snowflake", None)?;
+//! let g = Opened::open(&kind, &OpenOptions { node: Some(7), ..OpenOptions::default() })?;
+//! let mut ids = Vec::new();
+//! g.take(3, |id| ids.push(id))?;
+//! assert!(ids.windows(2).all(|w| w[0] < w[1]));
+//! assert_eq!(g.render(ids[0], g.text_format(None)?).len(), 19); // decimal
+//! # Ok::<(), idforge::Error>(())
+//! ```
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::clock::{Clock, ManualClock, WallClock};
+use crate::error::Error;
+use crate::generator::{Generator, RandomSource};
+use crate::ids::IdFamily;
+use crate::schemes::catalog::Kind;
+use crate::schemes::nanots;
+use crate::schemes::{uprotocol_v8, Scheme};
+use crate::sequencer::{Policy, Sequencer, StampCell};
+#[cfg(feature = "host-wide")]
+use crate::shm::HostStamp;
+use crate::shm::{ProcessStamp, StateOptions};
+use crate::text::{self, Format};
+
+/// The wall clock, or a clock fixed at a time (backfills, reproducible examples).
+#[derive(Debug, Clone)]
+pub enum AnyClock {
+    /// [`WallClock`].
+    Wall(WallClock),
+    /// A [`ManualClock`], fixed unless moved.
+    Manual(ManualClock),
+}
+
+impl Clock for AnyClock {
+    #[inline]
+    fn now_ns(&self) -> u64 {
+        match self {
+            AnyClock::Wall(c) => c.now_ns(),
+            AnyClock::Manual(c) => c.now_ns(),
+        }
+    }
+
+    fn pause(&self, ns: u64) {
+        match self {
+            AnyClock::Wall(c) => c.pause(ns),
+            AnyClock::Manual(c) => c.pause(ns),
+        }
+    }
+}
+
+/// A stamp in this process (shared with forked children), or in a host-wide state file.
+#[derive(Debug)]
+pub enum AnyCell {
+    /// [`ProcessStamp`].
+    Process(ProcessStamp),
+    /// [`HostStamp`].
+    #[cfg(feature = "host-wide")]
+    Host(HostStamp),
+}
+
+impl StampCell for AnyCell {
+    #[inline]
+    fn load(&self) -> u64 {
+        match self {
+            AnyCell::Process(c) => c.load(),
+            #[cfg(feature = "host-wide")]
+            AnyCell::Host(c) => c.load(),
+        }
+    }
+
+    #[inline]
+    fn compare_exchange_weak(&self, current: u64, new: u64) -> Result<u64, u64> {
+        match self {
+            AnyCell::Process(c) => c.compare_exchange_weak(current, new),
+            #[cfg(feature = "host-wide")]
+            AnyCell::Host(c) => c.compare_exchange_weak(current, new),
+        }
+    }
+
+    #[inline]
+    fn ceiling(&self) -> u64 {
+        match self {
+            AnyCell::Process(c) => c.ceiling(),
+            #[cfg(feature = "host-wide")]
+            AnyCell::Host(c) => c.ceiling(),
+        }
+    }
+
+    fn raise_ceiling(&self, needed: u64) -> Result<u64, Error> {
+        match self {
+            AnyCell::Process(c) => c.raise_ceiling(needed),
+            #[cfg(feature = "host-wide")]
+            AnyCell::Host(c) => c.raise_ceiling(needed),
+        }
+    }
+
+    #[inline]
+    fn check_issued(&self, now_ns: u64, stamp: u64) -> Result<(), Error> {
+        match self {
+            AnyCell::Process(c) => c.check_issued(now_ns, stamp),
+            #[cfg(feature = "host-wide")]
+            AnyCell::Host(c) => c.check_issued(now_ns, stamp),
+        }
+    }
+}
+
+/// Everything a scheme may be opened with. Each kind takes the fields that apply to it and
+/// refuses the others ([`Error::NotApplicable`]), so a setting is never silently ignored.
+#[derive(Debug, Clone, Default)]
+pub struct OpenOptions {
+    /// The node id (layouts with a node field), the tag (nanots) or the host id (nanots-host).
+    pub node: Option<u64>,
+    /// nanots-host: decimal digits of the host id, 2 (the default) or 3.
+    pub host_digits: Option<u32>,
+    /// locality: the process id to write (default: this process's id modulo 65536).
+    pub pid: Option<u64>,
+    /// locality: the 28-bit MAC fragment to write (default: the machine's first MAC).
+    pub mac_fragment: Option<u64>,
+    /// locality: sequential mode.
+    pub sequential: bool,
+    /// A fixed clock at this time, in Unix nanoseconds, instead of the wall clock. The counter
+    /// then carries on into later ticks without bound ([`Policy::UNBOUNDED`]).
+    pub at_ns: Option<u64>,
+    /// The policy, if not the scheme's default.
+    pub policy: Option<Policy>,
+    /// Where random bits come from (uuid7, uprotocol).
+    pub random: RandomSource,
+    /// A host-wide state file for the stamp; `None` keeps it in this process.
+    pub state: Option<StateOptions>,
+}
+
+/// A generator of any scheme, opened by [`Opened::open`].
+#[derive(Debug)]
+pub struct Opened {
+    kind: Kind,
+    inner: Inner,
+}
+
+#[derive(Debug)]
+enum Inner {
+    Layout(Box<Generator<AnyClock, AnyCell>>),
+    /// The process-wide uProtocol v8 singleton.
+    V8(&'static Generator),
+    NanoTsHost(Box<nanots::HostGenerator<AnyClock, AnyCell>>),
+    #[cfg(feature = "locality")]
+    Locality(Box<super::locality::LocalityGenerator<AnyClock>>),
+}
+
+/// How ids are written as text: one of [`Format`], or nanots's timestamp text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextFormat {
+    /// A [`Format`].
+    Plain(Format),
+    /// `2021-12-28T14:07:02.954100128` (nanots, nanots-host).
+    Time,
+}
+
+impl Kind {
+    /// The default state file of this scheme for a node (or host id): the one place that names
+    /// state files ([`crate::default_state_path`] under [`crate::default_state_dir`]).
+    ///
+    /// # Errors
+    /// [`Error::NotApplicable`] for a kind that cannot be host-wide, and the errors of
+    /// [`crate::default_state_dir`].
+    pub fn default_state_path(&self, opts: &OpenOptions) -> Result<PathBuf, Error> {
+        match self {
+            Kind::Layout(s) if self.host_wide() => {
+                let node = s
+                    .needs_node()
+                    .then(|| s.resolve_node(opts.node).ok())
+                    .flatten();
+                crate::shm::default_state_path(s.name(), &s.layout().spec(), node)
+            }
+            Kind::NanoTsHost => {
+                let digits = opts.host_digits.unwrap_or(2);
+                crate::shm::default_state_path(&format!("nanots-host{digits}"), "", opts.node)
+            }
+            _ => Err(not_applicable(self, "a host-wide state file")),
+        }
+    }
+}
+
+fn not_applicable(kind: &Kind, setting: &str) -> Error {
+    let why = match kind {
+        Kind::Locality => "its ids are kept apart by the pid, the MAC and a 32-bit counter per millisecond, not by a shared stamp",
+        Kind::Layout(Scheme::UProtocolV8) => "it is a process-wide singleton on the wall clock",
+        Kind::NanoTsHost => "its ids are kept apart by the host id",
+        Kind::Layout(_) => "its layout has no such field",
+    };
+    Error::NotApplicable {
+        scheme: kind.name().to_string(),
+        setting: setting.to_string(),
+        why: why.to_string(),
+    }
+}
+
+impl Opened {
+    /// Opens a generator of `kind` with `opts`.
+    ///
+    /// # Errors
+    /// [`Error::NotApplicable`] for a setting the kind does not take (a node for locality, a
+    /// state file for uprotocol-v8, ...); the errors of the kind's constructor (a missing or
+    /// out-of-range node, an epoch after the clock, a state file that cannot be trusted, ...).
+    pub fn open(kind: &Kind, opts: &OpenOptions) -> Result<Opened, Error> {
+        let clock = match opts.at_ns {
+            Some(t) => AnyClock::Manual(ManualClock::new(t)),
+            None => AnyClock::Wall(WallClock),
+        };
+        let policy = |default: Policy| match (opts.at_ns, opts.policy) {
+            (_, Some(p)) => p,
+            (Some(_), None) => Policy::UNBOUNDED,
+            (None, None) => default,
+        };
+        let locality_only = opts.pid.is_some() || opts.mac_fragment.is_some() || opts.sequential;
+        if locality_only && *kind != Kind::Locality {
+            return Err(not_applicable(kind, "a pid, a MAC or sequential mode"));
+        }
+        if opts.host_digits.is_some() && *kind != Kind::NanoTsHost {
+            return Err(not_applicable(kind, "host digits"));
+        }
+        let inner = match kind {
+            Kind::Layout(Scheme::UProtocolV8) => {
+                if opts.at_ns.is_some() {
+                    return Err(not_applicable(kind, "a fixed clock"));
+                }
+                if opts.node.is_some() {
+                    return Err(not_applicable(kind, "a node id"));
+                }
+                if opts.state.is_some() {
+                    return Err(not_applicable(kind, "a host-wide state file"));
+                }
+                if opts.policy.is_some() {
+                    return Err(not_applicable(kind, "a policy"));
+                }
+                Inner::V8(uprotocol_v8::generator())
+            }
+            Kind::Layout(s) => {
+                let policy = policy(s.default_policy());
+                let g = match &opts.state {
+                    None => Generator::with_clock(s, opts.node, clock, policy)?
+                        .map_cell(AnyCell::Process),
+                    Some(st) => host_wide_layout(s, opts.node, clock, policy, st)?,
+                };
+                Inner::Layout(Box::new(g.with_random(opts.random)))
+            }
+            Kind::NanoTsHost => {
+                let host = opts.node.ok_or(Error::HostRequired)?;
+                let digits = nanots::HostDigits::new(host, opts.host_digits.unwrap_or(2))?;
+                let policy = policy(nanots::POLICY);
+                let seq = match &opts.state {
+                    None => Sequencer::with_cell(
+                        clock,
+                        AnyCell::Process(ProcessStamp::new()?),
+                        digits.timebase(),
+                        policy,
+                    )?,
+                    Some(st) => host_wide_nanots(digits, clock, policy, st)?,
+                };
+                Inner::NanoTsHost(Box::new(nanots::HostGenerator::with_sequencer(
+                    digits, seq,
+                )?))
+            }
+            #[cfg(feature = "locality")]
+            Kind::Locality => {
+                if opts.node.is_some() {
+                    return Err(not_applicable(kind, "a node id"));
+                }
+                if opts.state.is_some() {
+                    return Err(not_applicable(kind, "a host-wide state file"));
+                }
+                if opts.policy.is_some() {
+                    return Err(not_applicable(kind, "a policy"));
+                }
+                let mut b = super::locality::LocalityGenerator::builder()
+                    .clock(clock)
+                    .sequential(opts.sequential);
+                if let Some(p) = opts.pid {
+                    b = b.pid(p);
+                }
+                if let Some(m) = opts.mac_fragment {
+                    b = b.mac_fragment(m);
+                }
+                Inner::Locality(Box::new(b.build()?))
+            }
+            #[cfg(not(feature = "locality"))]
+            Kind::Locality => return Err(Error::UnknownScheme("locality".into())),
+        };
+        Ok(Opened {
+            kind: kind.clone(),
+            inner,
+        })
+    }
+
+    /// Opens the scheme called `name` (with `layout` for `custom`): [`Kind::from_name`], then
+    /// [`Opened::open`].
+    ///
+    /// # Errors
+    /// Those of [`Kind::from_name`] and [`Opened::open`].
+    pub fn open_name(
+        name: &str,
+        layout: Option<&str>,
+        opts: &OpenOptions,
+    ) -> Result<Opened, Error> {
+        Opened::open(&Kind::from_name(name, layout)?, opts)
+    }
+
+    /// The scheme's kind.
+    pub fn kind(&self) -> &Kind {
+        &self.kind
+    }
+
+    /// The scheme's name.
+    pub fn name(&self) -> &str {
+        self.kind.name()
+    }
+
+    /// Width of an id in bits.
+    pub fn bits(&self) -> u32 {
+        match &self.inner {
+            Inner::Layout(g) => g.layout().bits,
+            Inner::V8(g) => g.layout().bits,
+            Inner::NanoTsHost(_) => 64,
+            #[cfg(feature = "locality")]
+            Inner::Locality(_) => 128,
+        }
+    }
+
+    /// Whether ids are UUIDs (have a version and variant).
+    pub fn is_uuid(&self) -> bool {
+        match &self.kind {
+            Kind::Layout(s) => s.uuid_version().is_some(),
+            Kind::NanoTsHost => false,
+            Kind::Locality => true,
+        }
+    }
+
+    /// The family of the ids (which typed id holds them).
+    pub fn family(&self) -> IdFamily {
+        match &self.kind {
+            Kind::Layout(s) => crate::generator::SchemeSpec::family(s),
+            Kind::NanoTsHost => IdFamily::NanoTs,
+            Kind::Locality => IdFamily::Uuid,
+        }
+    }
+
+    /// The next id.
+    ///
+    /// # Errors
+    /// The generator's: the clock behind the last id, the time field run out, a lost state file.
+    pub fn next(&self) -> Result<u128, Error> {
+        match &self.inner {
+            Inner::Layout(g) => g.next(),
+            Inner::V8(g) => g.next(),
+            Inner::NanoTsHost(g) => g.next().map(u128::from),
+            #[cfg(feature = "locality")]
+            Inner::Locality(g) => Ok(g.next().as_u128()),
+        }
+    }
+
+    /// `n` ids, in increasing order for time-ordered schemes, passed to `emit`; sequencer schemes
+    /// take them one reservation (one compare-and-swap) per tick's worth, at most 1024 at a time.
+    ///
+    /// # Errors
+    /// As [`Opened::next`]; ids emitted before an error were issued and are unique.
+    pub fn take(&self, n: u64, mut emit: impl FnMut(u128)) -> Result<(), Error> {
+        let mut buf = [0u128; 1024];
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(buf.len() as u64) as usize;
+            match &self.inner {
+                Inner::Layout(g) => g.fill(&mut buf[..k])?,
+                Inner::V8(g) => g.fill(&mut buf[..k])?,
+                _ => {
+                    for slot in &mut buf[..k] {
+                        *slot = self.next()?;
+                    }
+                }
+            }
+            buf[..k].iter().for_each(|id| emit(*id));
+            left -= k as u64;
+        }
+        Ok(())
+    }
+
+    /// How far the last id is ahead of the wall clock (zero for locality).
+    pub fn lead(&self) -> Duration {
+        match &self.inner {
+            Inner::Layout(g) => g.sequencer().lead(),
+            Inner::V8(g) => g.sequencer().lead(),
+            Inner::NanoTsHost(g) => g.sequencer().lead(),
+            #[cfg(feature = "locality")]
+            Inner::Locality(_) => Duration::ZERO,
+        }
+    }
+
+    /// The state file the stamp is in, for host-wide generators.
+    pub fn state_path(&self) -> Option<&std::path::Path> {
+        #[cfg(feature = "host-wide")]
+        {
+            let cell = match &self.inner {
+                Inner::Layout(g) => g.sequencer().cell(),
+                Inner::NanoTsHost(g) => g.sequencer().cell(),
+                _ => return None,
+            };
+            match cell {
+                AnyCell::Host(h) => Some(h.path()),
+                AnyCell::Process(_) => None,
+            }
+        }
+        #[cfg(not(feature = "host-wide"))]
+        None
+    }
+
+    /// The text format for a requested name (`dec`, `hex`, `base32`, `uuid`, `time`), or the
+    /// scheme's default for `None`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidFormat`] for an unknown name or one this scheme's ids cannot be written in
+    /// (a 64-bit id as a UUID, `time` for a scheme whose ids are not timestamps).
+    pub fn text_format(&self, requested: Option<&str>) -> Result<TextFormat, Error> {
+        let timestamps = matches!(self.kind, Kind::NanoTsHost | Kind::Layout(Scheme::NanoTs));
+        let f = match requested.map(|r| r.trim().to_ascii_lowercase()) {
+            None => match &self.kind {
+                Kind::Layout(s) => s.default_format(),
+                Kind::NanoTsHost => Format::Dec,
+                Kind::Locality => Format::Uuid,
+            },
+            Some(t) if t == "time" && timestamps => return Ok(TextFormat::Time),
+            Some(t) if t == "time" => {
+                return Err(Error::InvalidFormat(format!(
+                    "`time` applies only to nanots and nanots-host, whose ids are timestamps, not to {}",
+                    self.name()
+                )))
+            }
+            Some(t) => t.parse::<Format>().map_err(Error::InvalidFormat)?,
+        };
+        if self.kind == Kind::NanoTsHost && f != Format::Dec {
+            return Err(Error::InvalidFormat(format!(
+                "nanots-host ids are decimal: their last digits are the host id; write them as `dec` or `time`, not `{}`",
+                f.name()
+            )));
+        }
+        text::check_format(f, self.bits(), self.is_uuid(), self.name())?;
+        Ok(TextFormat::Plain(f))
+    }
+
+    /// An id as text.
+    pub fn render(&self, id: u128, format: TextFormat) -> String {
+        match format {
+            TextFormat::Time => nanots::format(id as u64),
+            TextFormat::Plain(f) => text::encode(id, self.bits(), f).to_string(),
+        }
+    }
+}
+
+#[cfg(feature = "host-wide")]
+fn host_wide_layout(
+    s: &Scheme,
+    node: Option<u64>,
+    clock: AnyClock,
+    policy: Policy,
+    st: &StateOptions,
+) -> Result<Generator<AnyClock, AnyCell>, Error> {
+    // Opened host-wide through the one place that binds a file to a scheme, then moved into
+    // the common cell type.
+    let g = Generator::host_wide(s, node, clock, policy, st)?;
+    Ok(g.map_cell(AnyCell::Host))
+}
+
+#[cfg(not(feature = "host-wide"))]
+fn host_wide_layout(
+    s: &Scheme,
+    _node: Option<u64>,
+    _clock: AnyClock,
+    _policy: Policy,
+    _st: &StateOptions,
+) -> Result<Generator<AnyClock, AnyCell>, Error> {
+    Err(Error::NotApplicable {
+        scheme: s.name().to_string(),
+        setting: "a host-wide state file".into(),
+        why: "this build of idforge has no `host-wide` feature".into(),
+    })
+}
+
+#[cfg(feature = "host-wide")]
+fn host_wide_nanots(
+    digits: nanots::HostDigits,
+    clock: AnyClock,
+    policy: Policy,
+    st: &StateOptions,
+) -> Result<Sequencer<AnyClock, AnyCell>, Error> {
+    let g = nanots::HostGenerator::host_wide(digits, clock, policy, st)?;
+    Ok(g.into_sequencer().map_cell(AnyCell::Host))
+}
+
+#[cfg(not(feature = "host-wide"))]
+fn host_wide_nanots(
+    _digits: nanots::HostDigits,
+    _clock: AnyClock,
+    _policy: Policy,
+    _st: &StateOptions,
+) -> Result<Sequencer<AnyClock, AnyCell>, Error> {
+    Err(Error::NotApplicable {
+        scheme: "nanots-host".into(),
+        setting: "a host-wide state file".into(),
+        why: "this build of idforge has no `host-wide` feature".into(),
+    })
+}
