@@ -36,7 +36,7 @@ pub enum Error {
     #[error("{0}")]
     InvalidFormat(String),
     /// A scheme that needs a node id got none.
-    #[error("{scheme} needs a node id from 0 to {max}: pass --node N or set IDFORGE_NODE (idforge never picks a random node for you)")]
+    #[error("{scheme} needs a node id from 0 to {max}: give one as the `node` setting (idforge never picks a random node for you)")]
     NodeRequired {
         /// The scheme name.
         scheme: String,
@@ -47,7 +47,7 @@ pub enum Error {
     #[error("invalid layout: {0}")]
     InvalidLayout(String),
     /// A layout's epoch is later than the current time.
-    #[error("the epoch {epoch} is later than the generator's clock ({now}): ids would have negative time; choose an earlier epoch, or a later --at time")]
+    #[error("the epoch {epoch} is later than the generator's clock ({now}): ids would have negative time; choose an earlier epoch, or a later time for the fixed clock (`at`)")]
     EpochInFuture {
         /// The epoch, RFC 3339.
         epoch: String,
@@ -73,7 +73,7 @@ pub enum Error {
         year: i32,
     },
     /// The wall clock is further behind the last issued id than the policy allows.
-    #[error("the wall clock is {behind:?} behind the last issued id, more than the allowed lead of {max_lead:?}; issuing now could break ordering, so nothing was issued. Fix the clock, retry later, or configure a larger max lead or the Wait policy")]
+    #[error("the wall clock is {behind:?} behind the last issued id, more than the allowed lead of {max_lead:?}; issuing now could break ordering, so nothing was issued. Fix the clock, retry later, or allow a larger lead (`Policy::max_lead`) or wait for the clock (`OnClockBehind::Wait`)")]
     ClockBehind {
         /// How far the clock is behind the last issued stamp.
         behind: Duration,
@@ -240,7 +240,7 @@ pub(crate) fn malformed(input: &str, reason: impl Into<String>) -> Error {
 #[non_exhaustive]
 pub enum StateFileError {
     /// The file could not be created, opened, mapped or synced.
-    #[error("state file {path}: cannot {action}: {reason}. Choose a writable location with --state PATH or IDFORGE_STATE")]
+    #[error("state file {path}: cannot {action}: {reason}. Choose a writable location (`StateOptions::path`)")]
     Io {
         /// The file.
         path: String,
@@ -250,7 +250,7 @@ pub enum StateFileError {
         reason: String,
     },
     /// The file is shorter than one header page.
-    #[error("state file {path} is truncated ({len} bytes, a state file has {expected}); it was not written by idforge or was cut short. Stop every process still using it, then move it away (idforge recreates it) or point --state elsewhere")]
+    #[error("state file {path} is truncated ({len} bytes, a state file has {expected}); it was not written by idforge or was cut short. Stop every process still using it, then move it away (idforge recreates it) or choose another path (`StateOptions::path`)")]
     Truncated {
         /// The file.
         path: String,
@@ -260,7 +260,7 @@ pub enum StateFileError {
         expected: u64,
     },
     /// The file does not start with idforge's magic.
-    #[error("state file {path} is not an idforge state file (wrong magic bytes); refusing to overwrite it. Point --state at another path")]
+    #[error("state file {path} is not an idforge state file (wrong magic bytes); refusing to overwrite it. Choose another path (`StateOptions::path`)")]
     Foreign {
         /// The file.
         path: String,
@@ -282,7 +282,7 @@ pub enum StateFileError {
         path: String,
     },
     /// The file was written for another scheme, layout or node.
-    #[error("state file {path} belongs to `{found}`, not `{expected}`; sharing it would mix two id spaces. Use a separate --state path for each scheme, layout and node")]
+    #[error("state file {path} belongs to `{found}`, not `{expected}`; sharing it would mix two id spaces. Use a separate path (`StateOptions::path`) for each scheme, layout and node")]
     Mismatch {
         /// The file.
         path: String,
@@ -292,7 +292,7 @@ pub enum StateFileError {
         found: String,
     },
     /// The file is shared by processes with another exhaustion or clock policy.
-    #[error("state file {path} is used with policy `{found}`, but this process asks for `{expected}`; every process sharing a state file must use the same policy (--run-ahead, --max-lead, --on-clock-behind), or its own --state file")]
+    #[error("state file {path} is used with policy `{found}`, but this process asks for `{expected}`; every process sharing a state file must use the same policy (`Policy`: `on_exhausted`, `max_lead`, `on_clock_behind`), or its own path (`StateOptions::path`)")]
     PolicyMismatch {
         /// The file.
         path: String,
@@ -314,7 +314,7 @@ pub enum StateFileError {
         fix: String,
     },
     /// No default location for state files can be found.
-    #[error("no default directory for state files: {reason}. Pass --state PATH, or set IDFORGE_STATE (a file) or IDFORGE_STATE_DIR (a directory)")]
+    #[error("no default directory for state files: {reason}. Give a path (`StateOptions::path`), or set IDFORGE_STATE_DIR (a directory)")]
     NoDefaultDir {
         /// Why.
         reason: String,

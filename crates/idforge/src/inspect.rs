@@ -73,16 +73,16 @@ impl Decoded {
     ///
     /// ```
     /// let d = idforge::inspect("017F22E2-79B0-7CC3-98C4-DC0C0C07398F", None, None).unwrap();
-    /// assert!(d.hint().unwrap().contains("--scheme uprotocol"));
+    /// assert!(d.hint().unwrap().contains("scheme `uprotocol`"));
     /// ```
     pub fn hint(&self) -> Option<String> {
         (!self.layouts.is_empty()).then(|| {
             format!(
-                "a version 7 UUID does not record its layout: it may be {} or another library's UUIDv7, which use rand_a and rand_b differently; pass {} to read its counter",
+                "a version 7 UUID does not record its layout: it may be {} or another library's UUIDv7, which use rand_a and rand_b differently; name the scheme ({}) to read its counter",
                 self.layouts.join(", "),
                 self.layouts
                     .iter()
-                    .map(|l| format!("--scheme {l}"))
+                    .map(|l| format!("scheme `{l}`"))
                     .collect::<Vec<_>>()
                     .join(" or ")
             )
@@ -132,7 +132,7 @@ pub fn inspect(
             if !looks_uuid {
                 return Err(malformed(
                     input,
-                    "an integer id does not say which scheme made it; name it with --scheme (for example --scheme snowflake)",
+                    "an integer id does not say which scheme made it; name the scheme (for example scheme `snowflake`)",
                 ));
             }
             let value = text::parse(trimmed, 128, Some(Format::Uuid))?;
@@ -144,7 +144,7 @@ pub fn inspect(
                 v => {
                     return Err(malformed(
                         input,
-                        format!("a version {v:x} UUID has no layout idforge decodes (it knows versions 7, 8 and b); name one with --scheme"),
+                        format!("a version {v:x} UUID has no layout idforge decodes (it knows versions 7, 8 and b); name the scheme"),
                     ))
                 }
             }
@@ -400,7 +400,7 @@ mod tests {
     #[test]
     fn integers_need_a_scheme() {
         let e = inspect("1541815603606036480", None, None).unwrap_err();
-        assert!(e.to_string().contains("--scheme"));
+        assert!(e.to_string().contains("name the scheme"));
         let d = inspect("1541815603606036480", Some(&Scheme::Snowflake), None).unwrap();
         assert_eq!(d.unix_ms(), 1_656_432_460_105);
         assert_eq!(d.node, Some((1_541_815_603_606_036_480u128 >> 12) & 0x3FF));

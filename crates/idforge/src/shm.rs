@@ -473,9 +473,9 @@ fn check_trusted(
                 meta.uid()
             ),
             if is_dir {
-                "Use a directory of your own: pass --state PATH or set IDFORGE_STATE_DIR".into()
+                "Use a directory of your own (`StateOptions::path`, or IDFORGE_STATE_DIR)".into()
             } else {
-                "Use your own file (--state PATH); to share one file between users on purpose, give it a group-writable mode and pass that mode with --state-mode (e.g. 660)".into()
+                "Use your own file (`StateOptions::path`); to share one file between users on purpose, give it a group-writable mode and open it with that mode (`StateOptions::shared_mode`, e.g. 660)".into()
             },
         );
     }
@@ -490,7 +490,7 @@ fn check_trusted(
                 }
             ),
             format!(
-                "Run `chmod go-w {}`, or, to share it on purpose, pass --state-mode with a mode that allows it (e.g. 660)",
+                "Run `chmod go-w {}`, or, to share it on purpose, open it with a mode that allows it (`StateOptions::shared_mode`, e.g. 660)",
                 path.display()
             ),
         );
@@ -809,7 +809,7 @@ impl HostStamp {
                     link.uid(),
                     euid()
                 ),
-                fix: "Use a directory of your own: pass --state PATH or set IDFORGE_STATE_DIR"
+                fix: "Use a directory of your own (`StateOptions::path`, or IDFORGE_STATE_DIR)"
                     .into(),
             }));
         }
@@ -819,7 +819,7 @@ impl HostStamp {
                 what: "directory",
                 path: dir.display().to_string(),
                 problem: "not a directory".into(),
-                fix: "Point --state into a directory".into(),
+                fix: "Choose a path in a directory (`StateOptions::path`)".into(),
             }));
         }
         check_trusted("directory", dir, &dir_meta, opts)?;
@@ -851,7 +851,7 @@ impl HostStamp {
                         what: "file",
                         path: path.display().to_string(),
                         problem: "a symbolic link".into(),
-                        fix: "Point --state at the file itself".into(),
+                        fix: "Give the file itself (`StateOptions::path`)".into(),
                     })
                 } else {
                     io_err(path, "open", e)
@@ -863,7 +863,7 @@ impl HostStamp {
                 what: "file",
                 path: path.display().to_string(),
                 problem: "not a regular file".into(),
-                fix: "Point --state at a regular file".into(),
+                fix: "Choose a regular file (`StateOptions::path`)".into(),
             }));
         }
         check_trusted("file", path, &meta, opts)?;
@@ -1463,7 +1463,7 @@ mod tests {
         );
         assert!(text.contains("run-ahead/2000000000ns/fail"), "{text}");
         assert!(text.contains("wait/1000000000ns/fail"), "{text}");
-        assert!(text.contains("--run-ahead"), "{text}");
+        assert!(text.contains("on_exhausted"), "{text}");
         fs::remove_dir_all(d).unwrap();
     }
 

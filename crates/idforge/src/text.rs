@@ -304,7 +304,7 @@ fn resolve(t: &str, orig: &str, bits: u32) -> Result<(Format, u128), Error> {
                 .join(" or "),
             choose: several
                 .iter()
-                .map(|(f, _)| format!("--format {}", f.name()))
+                .map(|(f, _)| format!("format `{}`", f.name()))
                 .collect::<Vec<_>>()
                 .join(" or "),
         }),
@@ -589,7 +589,7 @@ mod tests {
         // 1999999999800000: only digits, so it was read as decimal (a 2010 time, node 159).
         let e = parse("1999999999800000", 64, None).unwrap_err().to_string();
         assert!(
-            e.contains("ambiguous") && e.contains("--format dec") && e.contains("--format hex"),
+            e.contains("ambiguous") && e.contains("format `dec`") && e.contains("format `hex`"),
             "{e}"
         );
         assert!(matches!(
@@ -606,12 +606,12 @@ mod tests {
         );
         // 13 digits: decimal, or base32 of a 64-bit id.
         let e = parse("1234567890123", 64, None).unwrap_err().to_string();
-        assert!(e.contains("--format base32"), "{e}");
+        assert!(e.contains("format `base32`"), "{e}");
         // 32 digits: decimal, or hex of a 128-bit id.
         let e = parse("12345678901234567890123456789012", 128, None)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("--format hex"), "{e}");
+        assert!(e.contains("format `hex`"), "{e}");
         // Other lengths, and hex with a letter, are not ambiguous.
         assert_eq!(
             parse("123456789012345", 64, None).unwrap(),

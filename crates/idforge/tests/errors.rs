@@ -23,7 +23,9 @@ fn node_out_of_range() {
 fn node_required_never_random() {
     let e = Generator::new(&Scheme::GlobalId, None).unwrap_err();
     assert!(matches!(e, Error::NodeRequired { max: 1023, .. }));
-    assert!(e.to_string().contains("IDFORGE_NODE"));
+    // The library names its own setting; the command line maps it to --node and IDFORGE_NODE.
+    assert!(e.to_string().contains("`node` setting"), "{e}");
+    assert!(!e.to_string().contains("--") && !e.to_string().contains("IDFORGE_NODE"), "{e}");
 }
 
 #[test]

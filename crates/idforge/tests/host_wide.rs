@@ -295,7 +295,7 @@ fn state_files_are_bound_to_their_scheme_and_node() {
         &state,
     )
     .unwrap_err();
-    assert!(e.to_string().contains("separate --state path"), "{e}");
+    assert!(e.to_string().contains("separate path (`StateOptions::path`)"), "{e}");
     let mut durable = state.clone();
     durable.durable = true;
     assert!(Generator::host_wide(
@@ -326,7 +326,7 @@ fn an_unwritable_location_is_a_clear_error() {
         "{msg}"
     );
     assert!(
-        msg.contains("/proc/idforge-test") && msg.contains("--state PATH"),
+        msg.contains("/proc/idforge-test") && msg.contains("StateOptions::path"),
         "{msg}"
     );
     // A file where a directory should be.

@@ -225,7 +225,7 @@ pub fn facts() -> Vec<Facts> {
             tick_ns: tb.tick_ns,
             epoch: format_unix_ns(0, 3),
             diagram: format!("unix_ns with the lowest {digits} decimal digits replaced by the host id"),
-            summary: "Chronicle DistributedUniqueTimeProvider; --host N (or IDFORGE_HOST), --format time prints 2021-12-28T14:07:02.954100128".into(),
+            summary: "Chronicle DistributedUniqueTimeProvider: the host id in the lowest decimal digits; format `time` prints 2021-12-28T14:07:02.954100128".into(),
         });
     }
     #[cfg(feature = "locality")]
@@ -239,7 +239,7 @@ pub fn facts() -> Vec<Facts> {
         tick_ns: 1_000_000,
         epoch: format_unix_ns(0, 3),
         diagram: "counter(32) | pid(16) | ver=b | mac(28) | time(48)".into(),
-        summary: "Groupon Locality UUID (version b): variable mode spreads ids over shards, --sequential clusters them; set --pid/--mac in containers".into(),
+        summary: "Groupon Locality UUID (version b): variable mode spreads ids over shards, sequential mode clusters them; set the pid and MAC in containers".into(),
     });
     out
 }

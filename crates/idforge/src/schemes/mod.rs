@@ -193,7 +193,7 @@ impl Scheme {
             }),
             (Some(n), true) => Ok(n),
             (Some(_), false) => Err(Error::InvalidLayout(format!(
-                "{} has no node field, so a node id cannot be given; leave out --node and IDFORGE_NODE",
+                "{} has no node field, so a node id cannot be given; give no `node` setting",
                 self.name()
             ))),
             (None, false) => Ok(0),
