@@ -155,7 +155,11 @@ fn malformed_id_names_the_id_and_fails() {
 fn node_schemes_without_a_node_fail_with_advice() {
     let o = idforge(&["gen", "global-id"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("--node N or set IDFORGE_NODE"));
+    assert!(
+        stderr(&o).contains("--node N or IDFORGE_NODE"),
+        "{}",
+        stderr(&o)
+    );
     let o = Command::new(env!("CARGO_BIN_EXE_idforge"))
         .args(["gen", "global-id", "--format", "hex"])
         .env("IDFORGE_NODE", "1023")
@@ -214,7 +218,7 @@ fn at_beyond_a_layout_fails_naming_the_year_it_runs_out() {
         ("sonyflake", "2200-01-01T00:00:00Z", "2188"),
     ] {
         let o = idforge(&["gen", scheme, "--node", "1", "--at", at]);
-        assert_eq!(o.status.code(), Some(2), "{scheme} --at {at}");
+        assert_eq!(o.status.code(), Some(3), "{scheme} --at {at}");
         assert!(stdout(&o).is_empty(), "{scheme} --at {at}: no id");
         let e = stderr(&o);
         assert!(
@@ -254,7 +258,8 @@ fn at_near_the_end_with_a_count_crossing_it_fails_and_never_wraps() {
         "--format",
         "hex",
     ]);
-    assert_eq!(o.status.code(), Some(2));
+    // Exit status 3: the generator refused to issue (documented in `idforge --help`).
+    assert_eq!(o.status.code(), Some(3));
     let e = stderr(&o);
     assert!(e.contains("ran out in the year 2080"), "{e}");
     let ids: Vec<u64> = stdout(&o)
@@ -574,7 +579,7 @@ fn bad_locality_arguments_get_one_line_errors() {
             ],
             None,
             None,
-            "--layout only applies",
+            "layout only applies",
         ),
     ] {
         let o = idforge_env(&args, pid, mac);
@@ -757,7 +762,8 @@ fn ids_are_never_lost_silently_to_a_closed_stdout() {
         ])
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // Exit status 5: output could not be written.
+    assert_eq!(o.status.code(), Some(5), "{}", stderr(&o));
     assert!(stderr(&o).contains("standard output"), "{}", stderr(&o));
     if std::path::Path::new("/dev/full").exists() {
         let o = Command::new("sh")
@@ -768,7 +774,7 @@ fn ids_are_never_lost_silently_to_a_closed_stdout() {
             ])
             .output()
             .unwrap();
-        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert_eq!(o.status.code(), Some(5), "{}", stderr(&o));
     }
     // A reader that stops early (`| head -1`) is not an error.
     let o = Command::new("sh")

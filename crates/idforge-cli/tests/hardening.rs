@@ -125,7 +125,7 @@ fn a_state_file_truncated_under_a_running_process_is_an_error_not_a_signal() {
     let stderr = std::fs::read_to_string(&err).unwrap();
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(status.signal(), None, "killed by a signal: {status}");
-    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert_eq!(status.code(), Some(4), "{stderr}");
     assert!(stderr.contains("was truncated"), "{stderr}");
     std::fs::remove_dir_all(d).unwrap();
 }
@@ -208,7 +208,7 @@ fn a_user_without_a_home_gets_an_error_not_a_shared_temporary_directory() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
     assert!(stderr.contains("no default directory"), "{stderr}");
     assert!(
         stderr.contains("--state") && stderr.contains("IDFORGE_STATE_DIR"),

@@ -326,7 +326,7 @@ fn a_foreign_state_file_is_refused_with_advice() {
         .arg(&state)
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(4));
     let e = String::from_utf8(o.stderr).unwrap();
     assert!(
         e.contains("not an idforge state file") && e.contains(state.to_str().unwrap()),
@@ -343,6 +343,6 @@ fn a_foreign_state_file_is_refused_with_advice() {
         .env("IDFORGE_STATE", &state)
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(4));
     std::fs::remove_dir_all(d).unwrap();
 }

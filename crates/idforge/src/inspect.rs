@@ -257,6 +257,50 @@ fn inspect_v7(trimmed: &str, value: u128) -> Result<Decoded, Error> {
     })
 }
 
+/// Decodes `input` as a scheme of any kind ([`crate::schemes::catalog::Kind`]), or, with no
+/// kind, as whatever the text shows ([`inspect`]): the decoding half of the catalog, used by the
+/// command line and the service. `host_digits` applies to nanots-host only (default 2).
+///
+/// ```
+/// use idforge::inspect::inspect_as;
+/// use idforge::schemes::catalog::Kind;
+/// let d = inspect_as("2021-12-28T14:07:02.954100128", Some(&Kind::NanoTsHost), None, None)?;
+/// assert_eq!((d.scheme.as_str(), d.node), ("nanots-host", Some(28)));
+/// # Ok::<(), idforge::Error>(())
+/// ```
+///
+/// # Errors
+/// Those of [`inspect`], [`inspect_nanots_host`] and `inspect_locality`; a format for a
+/// nanots-host id ([`Error::InvalidFormat`]): its text is decimal or a timestamp.
+pub fn inspect_as(
+    input: &str,
+    kind: Option<&crate::schemes::catalog::Kind>,
+    format: Option<Format>,
+    host_digits: Option<u32>,
+) -> Result<Decoded, Error> {
+    use crate::schemes::catalog::Kind;
+    if host_digits.is_some() && kind != Some(&Kind::NanoTsHost) {
+        return Err(Error::InvalidFormat(
+            "host digits apply only to nanots-host ids".into(),
+        ));
+    }
+    match kind {
+        None => inspect(input, None, format),
+        Some(Kind::Layout(s)) => inspect(input, Some(s), format),
+        Some(Kind::NanoTsHost) => match format {
+            None | Some(Format::Dec) => inspect_nanots_host(input, host_digits.unwrap_or(2)),
+            Some(f) => Err(Error::InvalidFormat(format!(
+                "nanots-host ids are decimal integers or timestamps, not format `{}`",
+                f.name()
+            ))),
+        },
+        #[cfg(feature = "locality")]
+        Some(Kind::Locality) => inspect_locality(input, format),
+        #[cfg(not(feature = "locality"))]
+        Some(Kind::Locality) => Err(Error::UnknownScheme("locality".into())),
+    }
+}
+
 /// Decodes a `nanots-host` value ([`nanots::HostDigits`]) given as an integer or as timestamp
 /// text; `digits` is 2 (hosts 0..=99) or 3 (hosts 0..=999).
 ///

@@ -25,7 +25,10 @@ fn node_required_never_random() {
     assert!(matches!(e, Error::NodeRequired { max: 1023, .. }));
     // The library names its own setting; the command line maps it to --node and IDFORGE_NODE.
     assert!(e.to_string().contains("`node` setting"), "{e}");
-    assert!(!e.to_string().contains("--") && !e.to_string().contains("IDFORGE_NODE"), "{e}");
+    assert!(
+        !e.to_string().contains("--") && !e.to_string().contains("IDFORGE_NODE"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -295,7 +295,11 @@ fn state_files_are_bound_to_their_scheme_and_node() {
         &state,
     )
     .unwrap_err();
-    assert!(e.to_string().contains("separate path (`StateOptions::path`)"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("separate path (`StateOptions::path`)"),
+        "{e}"
+    );
     let mut durable = state.clone();
     durable.durable = true;
     assert!(Generator::host_wide(

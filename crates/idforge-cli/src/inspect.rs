@@ -1,0 +1,252 @@
+//! `idforge inspect`: decode ids into their parts, from arguments or standard input.
+
+use std::io::{self, BufRead, IsTerminal, Write};
+use std::process::ExitCode;
+
+use clap::Args;
+use idforge::inspect::inspect_as;
+use idforge::schemes::catalog::Kind;
+use idforge::text::{self, Format};
+use idforge::Decoded;
+
+use crate::usage;
+
+#[derive(Args, Debug)]
+pub struct InspectArgs {
+    /// Ids to decode; `-` reads ids from standard input, one per line, as does giving none when
+    /// standard input is not a terminal.
+    ids: Vec<String>,
+    /// The scheme of the ids (names as in `gen`, case-insensitive). Needed for integer ids; UUIDs
+    /// are recognised by their version (8: uprotocol-v8, b: locality), except version 7: uuid7,
+    /// uprotocol and other libraries use its bits differently, so without --scheme uuid7 or
+    /// --scheme uprotocol only its time and raw rand_a/rand_b bits are shown.
+    #[arg(long, short = 's')]
+    scheme: Option<String>,
+    /// Layout of the custom scheme (see `idforge gen --help`).
+    #[arg(long)]
+    layout: Option<String>,
+    /// The ids' format, as `gen --format` writes them: dec, hex, base32, uuid, or time (nanots,
+    /// nanots-host). Without it the format is detected, and text that could be two (16 digits:
+    /// decimal or 64-bit hex) is refused with the choices.
+    #[arg(long, short = 'f')]
+    format: Option<String>,
+    /// Print one JSON object per id (ids as strings; unix_ms and unix_ns as integers).
+    #[arg(long)]
+    json: bool,
+    /// nanots-host: decimal digits of the host id (2, the default, or 3).
+    #[arg(long)]
+    host_digits: Option<u32>,
+}
+
+/// Runs `idforge inspect`.
+pub fn run(a: InspectArgs) -> anyhow::Result<ExitCode> {
+    let kind = match (&a.scheme, &a.layout) {
+        (Some(name), layout) => Some(Kind::from_name(name, layout.as_deref())?),
+        (None, Some(layout)) => Some(Kind::from_name("custom", Some(layout))?),
+        (None, None) => None,
+    };
+    let timestamps = matches!(
+        kind,
+        Some(Kind::NanoTsHost) | Some(Kind::Layout(idforge::Scheme::NanoTs))
+    );
+    let format = match a.format.as_deref().map(str::trim) {
+        None => None,
+        // Timestamp text is recognised by its shape; `time` says the ids are nanots values.
+        Some("time") if timestamps => None,
+        Some("time") => usage!("--format time applies only to nanots and nanots-host ids; name the scheme with --scheme"),
+        Some(f) => Some(f.parse::<Format>().map_err(crate::failure::Usage)?),
+    };
+    if a.host_digits.is_some() && kind != Some(Kind::NanoTsHost) {
+        usage!("--host-digits applies only to nanots-host ids (--scheme nanots-host)");
+    }
+    let from_stdin = a.ids.is_empty();
+    if from_stdin && io::stdin().is_terminal() {
+        usage!("give the ids to decode as arguments, or on standard input (`-`, or no ids when it is not a terminal)");
+    }
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let mut failures = 0u64;
+    // `place` says where a bad id came from: "" for an argument, "line N: " for standard input.
+    // Returns whether the id was bad.
+    let one = |id: &str, place: &str, out: &mut dyn Write| -> io::Result<bool> {
+        match inspect_as(id, kind.as_ref(), format, a.host_digits) {
+            Ok(d) => {
+                if a.json {
+                    writeln!(out, "{}", to_json(&d))?;
+                } else {
+                    writeln!(out, "{}", to_line(&d))?;
+                }
+                Ok(false)
+            }
+            Err(e) => {
+                out.flush()?;
+                let msg = crate::failure::flagify(&e.to_string());
+                eprintln!("idforge: {place}{}: {msg}", clip_input(id.trim()));
+                Ok(true)
+            }
+        }
+    };
+    let stdin_args = usize::from(from_stdin);
+    for arg in a
+        .ids
+        .iter()
+        .map(String::as_str)
+        .chain(std::iter::repeat_n("-", stdin_args))
+    {
+        if arg != "-" {
+            failures += u64::from(one(arg, "", &mut out)?);
+            continue;
+        }
+        let mut input = io::stdin().lock();
+        let mut buf = Vec::new();
+        let mut line_no = 0u64;
+        loop {
+            buf.clear();
+            if input.read_until(b'\n', &mut buf)? == 0 {
+                break;
+            }
+            line_no += 1;
+            let place = format!("standard input line {line_no}: ");
+            match std::str::from_utf8(&buf) {
+                Ok(line) if line.trim().is_empty() => {}
+                Ok(line) => failures += u64::from(one(line.trim_end(), &place, &mut out)?),
+                Err(_) => {
+                    failures += 1;
+                    out.flush()?;
+                    eprintln!("idforge: {place}not UTF-8 text, so not an id");
+                }
+            }
+        }
+    }
+    out.flush()?;
+    Ok(if failures == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Input echoed in a message: at most 80 characters.
+fn clip_input(s: &str) -> String {
+    if s.chars().count() <= 80 {
+        s.to_string()
+    } else {
+        let mut c: String = s.chars().take(77).collect();
+        c.push_str("...");
+        c
+    }
+}
+
+/// Whether a number is exact as a JSON number in every reader (doubles hold integers to 2^53).
+fn json_safe(n: u128) -> bool {
+    n <= (1u128 << 53)
+}
+
+fn to_json(d: &Decoded) -> serde_json::Value {
+    use serde_json::{json, Map, Value};
+    let mut m = Map::new();
+    m.insert("id".into(), json!(d.input));
+    m.insert("scheme".into(), json!(d.scheme));
+    m.insert(
+        "value".into(),
+        json!(text::encode(d.value, d.bits, Format::Dec).to_string()),
+    );
+    m.insert("unix_ms".into(), json!(d.unix_ms() as u64));
+    m.insert("unix_ns".into(), json!(d.unix_ns as u64));
+    m.insert("time".into(), json!(d.time));
+    let num = |n: u128| -> Value {
+        if json_safe(n) {
+            json!(n as u64)
+        } else {
+            json!(n.to_string())
+        }
+    };
+    if let Some(node) = d.node {
+        if d.scheme == "uprotocol-v8" {
+            m.insert("rand_b".into(), json!(format!("{node:016x}")));
+        } else if d.scheme == "nanots-host" {
+            m.insert("host".into(), num(node));
+        } else if d.scheme == "nanots" {
+            m.insert("tag".into(), num(node));
+        } else {
+            m.insert("node".into(), num(node));
+        }
+    }
+    if let Some(c) = d.counter {
+        m.insert("counter".into(), num(c));
+    }
+    if let Some(pid) = d.pid {
+        m.insert("pid".into(), json!(pid));
+    }
+    if let Some(mac) = &d.mac {
+        m.insert("mac".into(), json!(mac));
+    }
+    if let Some(r) = d.random {
+        m.insert("random".into(), json!(format!("{r:x}")));
+    }
+    if let Some(r) = d.rand_a {
+        m.insert("rand_a".into(), json!(format!("{r:03x}")));
+    }
+    if let Some(r) = d.rand_b {
+        m.insert("rand_b".into(), json!(format!("{r:016x}")));
+    }
+    if let Some(v) = d.version {
+        m.insert("version".into(), json!(v));
+    }
+    if let Some(v) = d.variant {
+        m.insert("variant".into(), json!(format!("0b{v:02b}")));
+    }
+    if !d.layouts.is_empty() {
+        m.insert("layouts".into(), json!(d.layouts));
+    }
+    if let Some(h) = d.hint() {
+        m.insert("hint".into(), json!(crate::failure::flagify(&h)));
+    }
+    Value::Object(m)
+}
+
+fn to_line(d: &Decoded) -> String {
+    let mut s = format!(
+        "{}  scheme={} time={} unix_ms={}",
+        d.canonical,
+        d.scheme,
+        d.time,
+        d.unix_ms()
+    );
+    if let Some(node) = d.node {
+        if d.scheme == "uprotocol-v8" {
+            s.push_str(&format!(" rand_b={node:016x}"));
+        } else if d.scheme == "nanots-host" {
+            s.push_str(&format!(" host={node}"));
+        } else if d.scheme == "nanots" {
+            s.push_str(&format!(" tag={node}"));
+        } else {
+            s.push_str(&format!(" node={node}"));
+        }
+    }
+    if let Some(c) = d.counter {
+        s.push_str(&format!(" counter={c}"));
+    }
+    if let Some(pid) = d.pid {
+        s.push_str(&format!(" pid={pid}"));
+    }
+    if let Some(mac) = &d.mac {
+        s.push_str(&format!(" mac={mac}"));
+    }
+    if let Some(r) = d.rand_a {
+        s.push_str(&format!(" rand_a={r:03x}"));
+    }
+    if let Some(r) = d.rand_b {
+        s.push_str(&format!(" rand_b={r:016x}"));
+    }
+    if let Some(v) = d.version {
+        s.push_str(&format!(" version={v:x}"));
+    }
+    if let Some(v) = d.variant {
+        s.push_str(&format!(" variant=0b{v:02b}"));
+    }
+    if let Some(h) = d.hint() {
+        s.push_str(&format!("  ({})", crate::failure::flagify(&h)));
+    }
+    s
+}

@@ -1,0 +1,74 @@
+//! `idforge schemes`: every scheme with its layout, capacity and the year it runs out, from the
+//! library's catalog.
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use idforge::schemes::catalog;
+
+/// Runs `idforge schemes`.
+pub fn schemes(json: bool) -> anyhow::Result<ExitCode> {
+    let mut out = io::stdout().lock();
+    let all = catalog::facts();
+    if json {
+        let list: Vec<serde_json::Value> = all
+            .iter()
+            .map(|f| {
+                serde_json::json!({
+                    "name": f.name,
+                    "bits": f.bits,
+                    "ids_per_tick": f.ids_per_tick.to_string(),
+                    "ids_per_second": f.ids_per_second,
+                    "nodes": f.nodes.map(|n| n.to_string()),
+                    "end_year": f.end_year,
+                    "tick_ns": f.tick_ns,
+                    "epoch": f.epoch,
+                    "layout": f.diagram,
+                    "summary": f.summary,
+                })
+            })
+            .collect();
+        writeln!(out, "{}", serde_json::to_string_pretty(&list)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(
+        out,
+        "{:<14} {:>4}  {:>10} {:>14} {:>9} {:>9}  layout (most significant bit first)",
+        "scheme", "bits", "ids/tick", "ids/s/node", "nodes", "runs out"
+    )?;
+    for f in &all {
+        writeln!(
+            out,
+            "{:<14} {:>4}  {:>10} {:>14} {:>9} {:>9}  {}",
+            f.name,
+            f.bits,
+            f.ids_per_tick,
+            format!("{:.0}", f.ids_per_second),
+            f.nodes.map_or("-".to_string(), |n| n.to_string()),
+            f.end_year,
+            f.diagram
+        )?;
+        writeln!(
+            out,
+            "{:<14}       tick {}, epoch {}; {}",
+            "",
+            tick_text(f.tick_ns),
+            f.epoch,
+            f.summary
+        )?;
+    }
+    writeln!(
+        out,
+        "custom         --layout time:41,node:10,counter:12,tick=1ms,epoch=2020-01-01T00:00:00Z (fields from the most significant bit; order=none for a counter above time)"
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn tick_text(ns: u64) -> String {
+    match ns {
+        n if n % 1_000_000_000 == 0 => format!("{} s", n / 1_000_000_000),
+        n if n % 1_000_000 == 0 => format!("{} ms", n / 1_000_000),
+        n if n % 1_000 == 0 => format!("{} us", n / 1_000),
+        n => format!("{n} ns"),
+    }
+}
