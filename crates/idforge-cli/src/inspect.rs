@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::Args;
 use idforge::inspect::inspect_as;
 use idforge::schemes::catalog::Kind;
-use idforge::text::{self, Format};
+use idforge::text::Format;
 use idforge::Decoded;
 
 use crate::usage;
@@ -137,72 +137,17 @@ fn clip_input(s: &str) -> String {
     }
 }
 
-/// Whether a number is exact as a JSON number in every reader (doubles hold integers to 2^53).
-fn json_safe(n: u128) -> bool {
-    n <= (1u128 << 53)
-}
-
+/// The JSON object of `idforge inspect --json`: the library's serialisation of [`Decoded`], with
+/// the hint in the command line's words.
 fn to_json(d: &Decoded) -> serde_json::Value {
-    use serde_json::{json, Map, Value};
-    let mut m = Map::new();
-    m.insert("id".into(), json!(d.input));
-    m.insert("scheme".into(), json!(d.scheme));
-    m.insert(
-        "value".into(),
-        json!(text::encode(d.value, d.bits, Format::Dec).to_string()),
-    );
-    m.insert("unix_ms".into(), json!(d.unix_ms() as u64));
-    m.insert("unix_ns".into(), json!(d.unix_ns as u64));
-    m.insert("time".into(), json!(d.time));
-    let num = |n: u128| -> Value {
-        if json_safe(n) {
-            json!(n as u64)
-        } else {
-            json!(n.to_string())
-        }
-    };
-    if let Some(node) = d.node {
-        if d.scheme == "uprotocol-v8" {
-            m.insert("rand_b".into(), json!(format!("{node:016x}")));
-        } else if d.scheme == "nanots-host" {
-            m.insert("host".into(), num(node));
-        } else if d.scheme == "nanots" {
-            m.insert("tag".into(), num(node));
-        } else {
-            m.insert("node".into(), num(node));
+    let mut v =
+        serde_json::to_value(d).unwrap_or_else(|e| serde_json::json!({"error": e.to_string()}));
+    if let Some(h) = v.get_mut("hint") {
+        if let Some(text) = h.as_str() {
+            *h = serde_json::Value::String(crate::failure::flagify(text));
         }
     }
-    if let Some(c) = d.counter {
-        m.insert("counter".into(), num(c));
-    }
-    if let Some(pid) = d.pid {
-        m.insert("pid".into(), json!(pid));
-    }
-    if let Some(mac) = &d.mac {
-        m.insert("mac".into(), json!(mac));
-    }
-    if let Some(r) = d.random {
-        m.insert("random".into(), json!(format!("{r:x}")));
-    }
-    if let Some(r) = d.rand_a {
-        m.insert("rand_a".into(), json!(format!("{r:03x}")));
-    }
-    if let Some(r) = d.rand_b {
-        m.insert("rand_b".into(), json!(format!("{r:016x}")));
-    }
-    if let Some(v) = d.version {
-        m.insert("version".into(), json!(v));
-    }
-    if let Some(v) = d.variant {
-        m.insert("variant".into(), json!(format!("0b{v:02b}")));
-    }
-    if !d.layouts.is_empty() {
-        m.insert("layouts".into(), json!(d.layouts));
-    }
-    if let Some(h) = d.hint() {
-        m.insert("hint".into(), json!(crate::failure::flagify(&h)));
-    }
-    Value::Object(m)
+    v
 }
 
 fn to_line(d: &Decoded) -> String {
@@ -213,37 +158,8 @@ fn to_line(d: &Decoded) -> String {
         d.time,
         d.unix_ms()
     );
-    if let Some(node) = d.node {
-        if d.scheme == "uprotocol-v8" {
-            s.push_str(&format!(" rand_b={node:016x}"));
-        } else if d.scheme == "nanots-host" {
-            s.push_str(&format!(" host={node}"));
-        } else if d.scheme == "nanots" {
-            s.push_str(&format!(" tag={node}"));
-        } else {
-            s.push_str(&format!(" node={node}"));
-        }
-    }
-    if let Some(c) = d.counter {
-        s.push_str(&format!(" counter={c}"));
-    }
-    if let Some(pid) = d.pid {
-        s.push_str(&format!(" pid={pid}"));
-    }
-    if let Some(mac) = &d.mac {
-        s.push_str(&format!(" mac={mac}"));
-    }
-    if let Some(r) = d.rand_a {
-        s.push_str(&format!(" rand_a={r:03x}"));
-    }
-    if let Some(r) = d.rand_b {
-        s.push_str(&format!(" rand_b={r:016x}"));
-    }
-    if let Some(v) = d.version {
-        s.push_str(&format!(" version={v:x}"));
-    }
-    if let Some(v) = d.variant {
-        s.push_str(&format!(" variant=0b{v:02b}"));
+    for (k, v) in d.parts() {
+        s.push_str(&format!(" {k}={v}"));
     }
     if let Some(h) = d.hint() {
         s.push_str(&format!("  ({})", crate::failure::flagify(&h)));

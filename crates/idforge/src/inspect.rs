@@ -19,6 +19,67 @@ use crate::time::{digits_for_tick, format_unix_ns};
 /// The schemes of idforge that write version 7 UUIDs.
 pub const V7_LAYOUTS: [&str; 2] = ["uuid7", "uprotocol"];
 
+/// One of an id's parts ([`Decoded::parts`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Part {
+    /// A number (a node, a counter, a process id). In JSON: a number up to 2^53, a string above
+    /// (JavaScript's doubles hold integers exactly only that far).
+    Int(u128),
+    /// Bits shown as text (`rand_b`, a MAC fragment, the variant): always a string.
+    Hex(String),
+    /// A UUID version: hex in text (`b`), a number in JSON (11), as RFC 9562 numbers them.
+    Version(u8),
+}
+
+impl std::fmt::Display for Part {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Part::Int(n) => write!(f, "{n}"),
+            Part::Hex(s) => f.write_str(s),
+            Part::Version(v) => write!(f, "{v:x}"),
+        }
+    }
+}
+
+#[cfg(feature = "serde")]
+impl serde::Serialize for Part {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Part::Int(n) if *n <= 1 << 53 => s.serialize_u64(*n as u64),
+            Part::Int(n) => s.collect_str(n),
+            Part::Hex(t) => s.serialize_str(t),
+            Part::Version(v) => s.serialize_u8(*v),
+        }
+    }
+}
+
+/// `idforge inspect --json`'s object: `id`, `scheme`, `value` (decimal string), `unix_ms`,
+/// `unix_ns`, `time`, then [`Decoded::parts`], `layouts` and `hint` when the layout is unknown.
+#[cfg(feature = "serde")]
+impl serde::Serialize for Decoded {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let parts = self.parts();
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("id", &self.input)?;
+        m.serialize_entry("scheme", &self.scheme)?;
+        m.serialize_entry("value", &self.value.to_string())?;
+        m.serialize_entry("unix_ms", &(self.unix_ms() as u64))?;
+        m.serialize_entry("unix_ns", &(self.unix_ns as u64))?;
+        m.serialize_entry("time", &self.time)?;
+        for (k, v) in &parts {
+            m.serialize_entry(k, v)?;
+        }
+        if !self.layouts.is_empty() {
+            m.serialize_entry("layouts", &self.layouts)?;
+        }
+        if let Some(h) = self.hint() {
+            m.serialize_entry("hint", &h)?;
+        }
+        m.end()
+    }
+}
+
 /// An id taken apart.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decoded {
@@ -67,6 +128,69 @@ impl Decoded {
     /// The id's time in whole milliseconds since the Unix epoch.
     pub fn unix_ms(&self) -> u128 {
         self.unix_ns / 1_000_000
+    }
+
+    /// The id's time as a timestamp, when it is within the years `jiff` holds (to 9999; a
+    /// layout that runs out later can decode to a time beyond it: then [`Decoded::time`] and
+    /// [`Decoded::unix_ns`] still hold it).
+    ///
+    /// ```
+    /// let d = idforge::inspect("017F22E2-79B0-7CC3-98C4-DC0C0C07398F", None, None)?;
+    /// assert_eq!(d.timestamp().unwrap().as_millisecond(), 1_645_557_742_000);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
+    pub fn timestamp(&self) -> Option<jiff::Timestamp> {
+        i128::try_from(self.unix_ns)
+            .ok()
+            .and_then(|ns| jiff::Timestamp::from_nanosecond(ns).ok())
+    }
+
+    /// The scheme's own parts, named as the scheme names them, in the order `idforge inspect`
+    /// prints them: `node` (`host` for nanots-host, `tag` for nanots, `rand_b` for
+    /// uprotocol-v8), `counter`, `pid`, `mac`, `random`, `rand_a`, `rand_b`, `version`,
+    /// `variant`. The command line's text and JSON, and the service's JSON, come from here.
+    ///
+    /// ```
+    /// use idforge::inspect::Part;
+    /// let d = idforge::inspect("1541815603606036480", Some(&idforge::Scheme::Snowflake), None)?;
+    /// assert_eq!(d.parts()[0], ("node", Part::Int(378)));
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
+    pub fn parts(&self) -> Vec<(&'static str, Part)> {
+        let mut out = Vec::new();
+        if let Some(node) = self.node {
+            out.push(match self.scheme.as_str() {
+                "uprotocol-v8" => ("rand_b", Part::Hex(format!("{node:016x}"))),
+                "nanots-host" => ("host", Part::Int(node)),
+                "nanots" => ("tag", Part::Int(node)),
+                _ => ("node", Part::Int(node)),
+            });
+        }
+        if let Some(c) = self.counter {
+            out.push(("counter", Part::Int(c)));
+        }
+        if let Some(pid) = self.pid {
+            out.push(("pid", Part::Int(u128::from(pid))));
+        }
+        if let Some(mac) = &self.mac {
+            out.push(("mac", Part::Hex(mac.clone())));
+        }
+        if let Some(r) = self.random {
+            out.push(("random", Part::Hex(format!("{r:x}"))));
+        }
+        if let Some(r) = self.rand_a {
+            out.push(("rand_a", Part::Hex(format!("{r:03x}"))));
+        }
+        if let Some(r) = self.rand_b {
+            out.push(("rand_b", Part::Hex(format!("{r:016x}"))));
+        }
+        if let Some(v) = self.version {
+            out.push(("version", Part::Version(v)));
+        }
+        if let Some(v) = self.variant {
+            out.push(("variant", Part::Hex(format!("0b{v:02b}"))));
+        }
+        out
     }
 
     /// For an id whose layout is not known, what it may be and how to decode the rest.
