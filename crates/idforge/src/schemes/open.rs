@@ -61,13 +61,26 @@ impl Clock for AnyClock {
 }
 
 /// A stamp in this process (shared with forked children), or in a host-wide state file.
-#[derive(Debug)]
 pub enum AnyCell {
     /// [`ProcessStamp`].
     Process(ProcessStamp),
     /// [`HostStamp`].
     #[cfg(feature = "host-wide")]
     Host(HostStamp),
+    /// A cell from outside the library: a fleet member's stamp, whose ceiling is the time it has
+    /// reserved under its node-id lease (the `idforge-fleet` crate).
+    External(std::sync::Arc<dyn StampCell>),
+}
+
+impl std::fmt::Debug for AnyCell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AnyCell::Process(c) => c.fmt(f),
+            #[cfg(feature = "host-wide")]
+            AnyCell::Host(c) => c.fmt(f),
+            AnyCell::External(_) => f.write_str("External"),
+        }
+    }
 }
 
 impl StampCell for AnyCell {
@@ -77,6 +90,7 @@ impl StampCell for AnyCell {
             AnyCell::Process(c) => c.load(),
             #[cfg(feature = "host-wide")]
             AnyCell::Host(c) => c.load(),
+            AnyCell::External(c) => c.load(),
         }
     }
 
@@ -86,6 +100,7 @@ impl StampCell for AnyCell {
             AnyCell::Process(c) => c.compare_exchange_weak(current, new),
             #[cfg(feature = "host-wide")]
             AnyCell::Host(c) => c.compare_exchange_weak(current, new),
+            AnyCell::External(c) => c.compare_exchange_weak(current, new),
         }
     }
 
@@ -95,6 +110,7 @@ impl StampCell for AnyCell {
             AnyCell::Process(c) => c.ceiling(),
             #[cfg(feature = "host-wide")]
             AnyCell::Host(c) => c.ceiling(),
+            AnyCell::External(c) => c.ceiling(),
         }
     }
 
@@ -103,6 +119,7 @@ impl StampCell for AnyCell {
             AnyCell::Process(c) => c.raise_ceiling(needed),
             #[cfg(feature = "host-wide")]
             AnyCell::Host(c) => c.raise_ceiling(needed),
+            AnyCell::External(c) => c.raise_ceiling(needed),
         }
     }
 
@@ -112,13 +129,14 @@ impl StampCell for AnyCell {
             AnyCell::Process(c) => c.check_issued(now_ns, stamp),
             #[cfg(feature = "host-wide")]
             AnyCell::Host(c) => c.check_issued(now_ns, stamp),
+            AnyCell::External(c) => c.check_issued(now_ns, stamp),
         }
     }
 }
 
 /// Everything a scheme may be opened with. Each kind takes the fields that apply to it and
 /// refuses the others ([`Error::NotApplicable`]), so a setting is never silently ignored.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct OpenOptions {
     /// The node id (layouts with a node field), the tag (nanots) or the host id (nanots-host).
     pub node: Option<u64>,
@@ -139,6 +157,26 @@ pub struct OpenOptions {
     pub random: RandomSource,
     /// A host-wide state file for the stamp; `None` keeps it in this process.
     pub state: Option<StateOptions>,
+    /// A stamp cell to use instead (a fleet member's leased cell); excludes `state`. Its stamp
+    /// must be in the scheme's time base ([`Kind::timebase`]).
+    pub cell: Option<std::sync::Arc<dyn StampCell>>,
+}
+
+impl std::fmt::Debug for OpenOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenOptions")
+            .field("node", &self.node)
+            .field("host_digits", &self.host_digits)
+            .field("pid", &self.pid)
+            .field("mac_fragment", &self.mac_fragment)
+            .field("sequential", &self.sequential)
+            .field("at_ns", &self.at_ns)
+            .field("policy", &self.policy)
+            .field("random", &self.random)
+            .field("state", &self.state)
+            .field("cell", &self.cell.as_ref().map(|_| "external"))
+            .finish()
+    }
 }
 
 /// A generator of any scheme, opened by [`Opened::open`].
@@ -168,6 +206,49 @@ pub enum TextFormat {
 }
 
 impl Kind {
+    /// The time base of the scheme's sequencer (its stamps' epoch, tick and counter width), for
+    /// a cell kept outside the library; `None` for kinds that have no sequencer (locality,
+    /// uprotocol-v8's singleton).
+    ///
+    /// # Errors
+    /// Bad host digits for nanots-host.
+    pub fn timebase(
+        &self,
+        opts: &OpenOptions,
+    ) -> Result<Option<crate::sequencer::Timebase>, Error> {
+        Ok(match self {
+            Kind::Layout(Scheme::UProtocolV8) | Kind::Locality => None,
+            Kind::Layout(s) => Some(s.layout().timebase()),
+            Kind::NanoTsHost => Some(
+                nanots::HostDigits::new(opts.node.unwrap_or(0), opts.host_digits.unwrap_or(2))?
+                    .timebase(),
+            ),
+        })
+    }
+
+    /// Whether the scheme has a node id (or nanots-host host id) a fleet can lease.
+    pub fn leases_node(&self) -> bool {
+        matches!(
+            self.identity(),
+            crate::schemes::catalog::Identity::Node { .. }
+                | crate::schemes::catalog::Identity::Host
+        )
+    }
+
+    /// The largest node id (or host id) of the scheme, for kinds that have one.
+    ///
+    /// # Errors
+    /// Bad host digits for nanots-host.
+    pub fn max_node(&self, opts: &OpenOptions) -> Result<Option<u64>, Error> {
+        Ok(match self.identity() {
+            crate::schemes::catalog::Identity::Node { max } => Some(max),
+            crate::schemes::catalog::Identity::Host => {
+                Some(10u64.pow(opts.host_digits.unwrap_or(2)) - 1)
+            }
+            _ => None,
+        })
+    }
+
     /// The default state file of this scheme for a node (or host id): the one place that names
     /// state files ([`crate::default_state_path`] under [`crate::default_state_dir`]).
     ///
@@ -238,8 +319,11 @@ impl Opened {
                 if opts.node.is_some() {
                     return Err(not_applicable(kind, "a node id"));
                 }
-                if opts.state.is_some() {
-                    return Err(not_applicable(kind, "a host-wide state file"));
+                if opts.state.is_some() || opts.cell.is_some() {
+                    return Err(not_applicable(
+                        kind,
+                        "a host-wide state file or a leased cell",
+                    ));
                 }
                 if opts.policy.is_some() {
                     return Err(not_applicable(kind, "a policy"));
@@ -259,14 +343,23 @@ impl Opened {
                 let host = opts.node.ok_or(Error::HostRequired)?;
                 let digits = nanots::HostDigits::new(host, opts.host_digits.unwrap_or(2))?;
                 let policy = policy(nanots::POLICY);
-                let seq = match &opts.state {
-                    None => Sequencer::with_cell(
+                let seq = match (&opts.state, &opts.cell) {
+                    (Some(_), Some(_)) => {
+                        return Err(not_applicable(kind, "both a state file and a cell"))
+                    }
+                    (None, Some(c)) => Sequencer::with_cell(
+                        clock,
+                        AnyCell::External(c.clone()),
+                        digits.timebase(),
+                        policy,
+                    )?,
+                    (None, None) => Sequencer::with_cell(
                         clock,
                         AnyCell::Process(ProcessStamp::new()?),
                         digits.timebase(),
                         policy,
                     )?,
-                    Some(st) => host_wide_nanots(digits, clock, policy, st)?,
+                    (Some(st), None) => host_wide_nanots(digits, clock, policy, st)?,
                 };
                 Inner::NanoTsHost(Box::new(nanots::HostGenerator::with_sequencer(
                     digits, seq,
@@ -277,8 +370,11 @@ impl Opened {
                 if opts.node.is_some() {
                     return Err(not_applicable(kind, "a node id"));
                 }
-                if opts.state.is_some() {
-                    return Err(not_applicable(kind, "a host-wide state file"));
+                if opts.state.is_some() || opts.cell.is_some() {
+                    return Err(not_applicable(
+                        kind,
+                        "a host-wide state file or a leased cell",
+                    ));
                 }
                 if opts.policy.is_some() {
                     return Err(not_applicable(kind, "a policy"));
@@ -416,7 +512,7 @@ impl Opened {
             };
             match cell {
                 AnyCell::Host(h) => Some(h.path()),
-                AnyCell::Process(_) => None,
+                AnyCell::Process(_) | AnyCell::External(_) => None,
             }
         }
         #[cfg(not(feature = "host-wide"))]
