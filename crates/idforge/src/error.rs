@@ -29,6 +29,15 @@ pub enum Error {
         /// Why the scheme does not take it.
         why: String,
     },
+    /// A fleet member no longer holds its node id lease (renewals failed past its deadline, or
+    /// it was shut down): it issues nothing more, so no id can collide with a successor's.
+    #[error("node id {node} is no longer held by this process ({reason}); nothing was issued. It issues ids again only after it claims a node id anew")]
+    LeaseLost {
+        /// The node id that was held.
+        node: u64,
+        /// Why it was lost.
+        reason: String,
+    },
     /// nanots-host was opened without a host id.
     #[error("nanots-host needs a host id (0-99, or 0-999 with 3 host digits): give the `node` option the host id; idforge never picks one for you")]
     HostRequired,

@@ -332,10 +332,22 @@ impl Opened {
             }
             Kind::Layout(s) => {
                 let policy = policy(s.default_policy());
-                let g = match &opts.state {
-                    None => Generator::with_clock(s, opts.node, clock, policy)?
+                let g = match (&opts.state, &opts.cell) {
+                    (Some(_), Some(_)) => {
+                        return Err(not_applicable(kind, "both a state file and a cell"))
+                    }
+                    (None, Some(c)) => {
+                        let seq = Sequencer::with_cell(
+                            clock,
+                            AnyCell::External(c.clone()),
+                            s.layout().timebase(),
+                            policy,
+                        )?;
+                        Generator::with_sequencer(s, opts.node, seq)?
+                    }
+                    (None, None) => Generator::with_clock(s, opts.node, clock, policy)?
                         .map_cell(AnyCell::Process),
-                    Some(st) => host_wide_layout(s, opts.node, clock, policy, st)?,
+                    (Some(st), None) => host_wide_layout(s, opts.node, clock, policy, st)?,
                 };
                 Inner::Layout(Box::new(g.with_random(opts.random)))
             }

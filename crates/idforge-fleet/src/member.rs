@@ -1,0 +1,660 @@
+//! A fleet member: a process holding one node id under a lease, with time reserved ahead.
+//! See the crate documentation for the protocol and why it keeps ids unique.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::SeqCst};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use idforge::{Error, StampCell, Timebase};
+
+use crate::store::{Store, StoreError};
+
+/// How a member joins and keeps its node id.
+#[derive(Debug, Clone)]
+pub struct FleetOptions {
+    /// The id space: one namespace per scheme, layout and fleet (ids of two namespaces may
+    /// collide; ids within one never do).
+    pub namespace: String,
+    /// The lease's time to live (default 10 s): how long a crashed holder's node id stays
+    /// unavailable, and how long a member may go without reaching the store before it stops.
+    pub ttl: Duration,
+    /// How far ahead of the clock time is reserved (default 2 s); a reservation is extended when
+    /// less than half of it is left, so the store sees about one write per second per member.
+    pub reserve_ahead: Duration,
+    /// How long to wait at start when the clock is behind the node id's high-water mark (default
+    /// 1 s); further behind, the id is given back and another tried.
+    pub max_clock_wait: Duration,
+    /// How long joining may retry an unavailable store (default 10 s).
+    pub join_timeout: Duration,
+    /// The largest node id of the scheme (the layout's node field).
+    pub max_node: u64,
+    /// The scheme's time base: converts reservations (Unix ns) to stamps.
+    pub timebase: Timebase,
+    /// Written into the node key, for operators (default: host name and process id).
+    pub holder: String,
+}
+
+impl FleetOptions {
+    /// Defaults for a scheme with node ids `0..=max_node` and time base `timebase`.
+    pub fn new(namespace: impl Into<String>, max_node: u64, timebase: Timebase) -> Self {
+        FleetOptions {
+            namespace: namespace.into(),
+            ttl: Duration::from_secs(10),
+            reserve_ahead: Duration::from_secs(2),
+            max_clock_wait: Duration::from_secs(1),
+            join_timeout: Duration::from_secs(10),
+            max_node,
+            timebase,
+            holder: default_holder(),
+        }
+    }
+}
+
+fn default_holder() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "unknown-host".into());
+    format!("{host}:{}", std::process::id())
+}
+
+/// Why joining failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FleetError {
+    /// Every node id of the namespace is held.
+    #[error("namespace {namespace:?} is full: all {size} node ids are held by live processes; stop one, use another namespace, or a layout with more node bits")]
+    NamespaceFull {
+        /// The namespace.
+        namespace: String,
+        /// How many node ids it has.
+        size: u64,
+    },
+    /// The clock is behind the high-water mark of every free node id by more than the wait.
+    #[error("this host's clock is {behind:?} behind the high-water mark of every free node id in namespace {namespace:?} (at most {max_wait:?} is waited): ids issued now could repeat earlier ones. Fix the clock (NTP), or wait")]
+    ClockBehind {
+        /// The namespace.
+        namespace: String,
+        /// The smallest lag found.
+        behind: Duration,
+        /// The wait allowed.
+        max_wait: Duration,
+    },
+    /// The store could not be reached for longer than the join timeout.
+    #[error("could not join namespace {namespace:?}: {source} (retried for {waited:?})")]
+    Store {
+        /// The namespace.
+        namespace: String,
+        /// The last error.
+        source: StoreError,
+        /// How long it retried.
+        waited: Duration,
+    },
+    /// The lease expired before the first reservation was written.
+    #[error("the lease expired while joining namespace {0:?}; try again")]
+    LeaseExpired(String),
+}
+
+/// Monotonic nanoseconds since the first call in this process (`CLOCK_MONOTONIC`: it keeps
+/// counting while a process is stopped, so a `SIGSTOP`ped member sees its deadline pass).
+fn mono_ns() -> u64 {
+    static BASE: OnceLock<Instant> = OnceLock::new();
+    BASE.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+fn wall_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// The largest stamp whose time (the start of its tick) is at or before `ns`.
+fn last_stamp_at(tb: &Timebase, ns: u64) -> u64 {
+    if ns < tb.epoch_ns {
+        return 0;
+    }
+    let tick = (ns - tb.epoch_ns) / tb.tick_ns;
+    ((tick + 1) << tb.counter_bits).saturating_sub(1)
+}
+
+/// The time (Unix ns, start of its tick) of a stamp.
+fn time_of(tb: &Timebase, stamp: u64) -> u64 {
+    tb.epoch_ns + (stamp >> tb.counter_bits) * tb.tick_ns
+}
+
+/// What a member holds, for logs, status and metrics.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    /// The namespace.
+    pub namespace: String,
+    /// The node id.
+    pub node: u64,
+    /// The fencing token (the store revision of the claim).
+    pub token: i64,
+    /// The reservation: ids are issued up to this time (Unix ns).
+    pub reserved_ns: u64,
+    /// Whether the member may issue now.
+    pub issuing: bool,
+    /// Why it may not, if it may not.
+    pub lost: Option<String>,
+    /// Calls made to the store since joining.
+    pub store_calls: u64,
+}
+
+struct Shared {
+    store: Arc<dyn Store>,
+    opts: FleetOptions,
+    node: u64,
+    lease: AtomicI64,
+    token: AtomicI64,
+    /// The high-water mark read when the node id was claimed: the final mark never goes below it.
+    claimed_hwm: AtomicU64,
+    stamp: AtomicU64,
+    ceiling: AtomicU64,
+    reserved_ns: AtomicU64,
+    /// Monotonic ns until which the lease is surely held.
+    deadline: AtomicU64,
+    lost: AtomicBool,
+    lost_reason: Mutex<Option<String>>,
+    stop: AtomicBool,
+    /// Test hook: renewals and reservations stop, as in a process that is frozen or cut off.
+    frozen: AtomicBool,
+    calls: AtomicU64,
+    raise: Mutex<()>,
+}
+
+impl Shared {
+    fn lose(&self, reason: impl Into<String>) {
+        let mut r = self.lost_reason.lock().unwrap_or_else(|e| e.into_inner());
+        if r.is_none() {
+            *r = Some(reason.into());
+        }
+        self.lost.store(true, SeqCst);
+    }
+
+    fn lost_error(&self) -> Error {
+        Error::LeaseLost {
+            node: self.node,
+            reason: self
+                .lost_reason
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone()
+                .unwrap_or_else(|| "the lease was lost".into()),
+        }
+    }
+
+    fn call<T>(
+        &self,
+        f: impl FnOnce(&dyn Store) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.calls.fetch_add(1, SeqCst);
+        f(self.store.as_ref())
+    }
+
+    /// The lease's safe end: renewal sent at `sent` + TTL, less a tenth for clock-rate error.
+    fn safe_deadline(&self, sent: u64) -> u64 {
+        let ttl = self.opts.ttl.as_nanos() as u64;
+        sent + ttl - ttl / 10
+    }
+
+    /// Writes a reservation up to `ns` (only ever raising it). `Ok(false)`: fenced.
+    fn reserve_to(&self, ns: u64) -> Result<bool, StoreError> {
+        let _g = self.raise.lock().unwrap_or_else(|e| e.into_inner());
+        if self.reserved_ns.load(SeqCst) >= ns {
+            return Ok(true);
+        }
+        let token = self.token.load(SeqCst);
+        let ok = self.call(|s| s.reserve(&self.opts.namespace, self.node, token, ns))?;
+        if ok {
+            self.reserved_ns.store(ns, SeqCst);
+            self.ceiling
+                .store(last_stamp_at(&self.opts.timebase, ns), SeqCst);
+        } else {
+            self.lose("another process holds the node id now (the lease expired)");
+        }
+        Ok(ok)
+    }
+}
+
+/// The stamp cell of a member: its stamp in this process, its ceiling the reservation, and every
+/// id refused once the lease may have expired.
+struct LeasedCell(Arc<Shared>);
+
+impl StampCell for LeasedCell {
+    #[inline]
+    fn load(&self) -> u64 {
+        self.0.stamp.load(SeqCst)
+    }
+
+    #[inline]
+    fn compare_exchange_weak(&self, current: u64, new: u64) -> Result<u64, u64> {
+        self.0
+            .stamp
+            .compare_exchange_weak(current, new, SeqCst, SeqCst)
+    }
+
+    #[inline]
+    fn ceiling(&self) -> u64 {
+        self.0.ceiling.load(SeqCst)
+    }
+
+    fn raise_ceiling(&self, needed: u64) -> Result<u64, Error> {
+        let s = &self.0;
+        if s.lost.load(SeqCst) {
+            return Err(s.lost_error());
+        }
+        let tb = &s.opts.timebase;
+        let want = time_of(tb, needed).max(wall_ns()) + s.opts.reserve_ahead.as_nanos() as u64;
+        match s.reserve_to(want) {
+            Ok(true) => Ok(s.ceiling.load(SeqCst)),
+            Ok(false) => Err(s.lost_error()),
+            Err(e) => Err(Error::LeaseLost {
+                node: s.node,
+                reason: format!("no time could be reserved: {e}"),
+            }),
+        }
+    }
+
+    #[inline]
+    fn check_issued(&self, _now_ns: u64, _stamp: u64) -> Result<(), Error> {
+        let s = &self.0;
+        if s.lost.load(SeqCst) {
+            return Err(s.lost_error());
+        }
+        if mono_ns() > s.deadline.load(SeqCst) {
+            return Err(Error::LeaseLost {
+                node: s.node,
+                reason: "the lease could not be renewed before its deadline".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A process's membership: the node id it holds, the cell to open its scheme with, and a worker
+/// thread that renews the lease and extends the reservation. Dropping it shuts down cleanly
+/// ([`Member::shutdown`]).
+pub struct Member {
+    shared: Arc<Shared>,
+    worker: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Member {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Member")
+            .field("status", &self.status())
+            .finish()
+    }
+}
+
+/// Retries `f` with exponential backoff (50 ms doubling to 1 s) until `limit` has passed.
+fn retry<T>(
+    limit: Duration,
+    mut f: impl FnMut() -> Result<T, StoreError>,
+) -> Result<T, (StoreError, Duration)> {
+    let start = Instant::now();
+    let mut pause = Duration::from_millis(50);
+    loop {
+        match f() {
+            Ok(v) => return Ok(v),
+            Err(e) if start.elapsed() + pause > limit => return Err((e, start.elapsed())),
+            Err(_) => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_secs(1));
+            }
+        }
+    }
+}
+
+impl Member {
+    /// Joins the fleet: grants a lease, claims a free node id (never-used ids first, then the
+    /// least recently used), waits a little if the clock is behind its high-water mark, and
+    /// reserves time before anything is issued.
+    ///
+    /// # Errors
+    /// [`FleetError::NamespaceFull`], [`FleetError::ClockBehind`], [`FleetError::Store`] when
+    /// the store stays unreachable, [`FleetError::LeaseExpired`].
+    pub fn join(store: Arc<dyn Store>, opts: FleetOptions) -> Result<Member, FleetError> {
+        let ns = opts.namespace.clone();
+        let limit = opts.join_timeout;
+        let fail = |(source, waited): (StoreError, Duration)| FleetError::Store {
+            namespace: ns.clone(),
+            source,
+            waited,
+        };
+        let sent = mono_ns();
+        let lease = retry(limit, || store.grant(opts.ttl)).map_err(fail)?;
+        let shared = Arc::new(Shared {
+            store: store.clone(),
+            node: 0,
+            lease: AtomicI64::new(lease),
+            token: AtomicI64::new(0),
+            claimed_hwm: AtomicU64::new(0),
+            stamp: AtomicU64::new(0),
+            ceiling: AtomicU64::new(0),
+            reserved_ns: AtomicU64::new(0),
+            deadline: AtomicU64::new(0),
+            lost: AtomicBool::new(false),
+            lost_reason: Mutex::new(None),
+            stop: AtomicBool::new(false),
+            frozen: AtomicBool::new(false),
+            calls: AtomicU64::new(1),
+            raise: Mutex::new(()),
+            opts: opts.clone(),
+        });
+        shared.deadline.store(shared.safe_deadline(sent), SeqCst);
+        let result = Self::claim(&shared, lease);
+        let (node, claimed) = match result {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = store.revoke(lease);
+                return Err(e);
+            }
+        };
+        let mut shared = shared;
+        // The node is fixed from here on.
+        Arc::get_mut(&mut shared).expect("not shared yet").node = node;
+        let tb = &opts.timebase;
+        let hwm = claimed.hwm_ns.unwrap_or(0);
+        shared.claimed_hwm.store(hwm, SeqCst);
+        shared.token.store(claimed.token, SeqCst);
+        // Every stamp whose time is at or before the mark counts as used.
+        shared.stamp.store(last_stamp_at(tb, hwm), SeqCst);
+        let first = wall_ns().max(hwm) + opts.reserve_ahead.as_nanos() as u64;
+        match retry(limit, || shared.reserve_to(first)) {
+            Ok(true) => {}
+            Ok(false) => {
+                let _ = store.revoke(lease);
+                return Err(FleetError::LeaseExpired(ns));
+            }
+            Err(e) => {
+                let _ = store.revoke(lease);
+                return Err(fail(e));
+            }
+        }
+        let worker_shared = shared.clone();
+        let worker = std::thread::Builder::new()
+            .name(format!("idforge-fleet-{node}"))
+            .spawn(move || worker(&worker_shared))
+            .expect("spawning the lease thread");
+        Ok(Member {
+            shared,
+            worker: Some(worker),
+        })
+    }
+
+    /// Claims a node id for `lease`: candidates in order, the clock checked against each one's
+    /// high-water mark.
+    fn claim(s: &Shared, lease: i64) -> Result<(u64, crate::store::Claimed), FleetError> {
+        let opts = &s.opts;
+        let ns = &opts.namespace;
+        let fail = |(source, waited): (StoreError, Duration)| FleetError::Store {
+            namespace: ns.clone(),
+            source,
+            waited,
+        };
+        let mut skipped = std::collections::BTreeSet::new();
+        let mut least_behind: Option<Duration> = None;
+        loop {
+            let scan = retry(opts.join_timeout, || s.call(|st| st.scan(ns))).map_err(fail)?;
+            let mut never: Vec<u64> = Vec::new();
+            let mut used: Vec<(u64, u64)> = Vec::new();
+            for n in 0..=opts.max_node {
+                if scan.held.contains(&n) || skipped.contains(&n) {
+                    continue;
+                }
+                match scan.hwm.get(&n) {
+                    None => never.push(n),
+                    Some(h) => used.push((*h, n)),
+                }
+                if never.len() >= 64 {
+                    break; // enough never-used candidates: no need to list a huge id space
+                }
+            }
+            used.sort_unstable();
+            let candidates: Vec<u64> = never
+                .into_iter()
+                .chain(used.into_iter().map(|(_, n)| n))
+                .collect();
+            if candidates.is_empty() {
+                return Err(match least_behind {
+                    Some(behind) => FleetError::ClockBehind {
+                        namespace: ns.clone(),
+                        behind,
+                        max_wait: opts.max_clock_wait,
+                    },
+                    None => FleetError::NamespaceFull {
+                        namespace: ns.clone(),
+                        size: opts.max_node + 1,
+                    },
+                });
+            }
+            let mut lost_race = false;
+            for n in candidates {
+                let got = retry(opts.join_timeout, || {
+                    s.call(|st| st.try_claim(ns, n, lease, &opts.holder))
+                })
+                .map_err(fail)?;
+                let Some(c) = got else {
+                    lost_race = true;
+                    continue; // taken since the scan: the next candidate
+                };
+                let hwm = c.hwm_ns.unwrap_or(0);
+                let now = wall_ns();
+                if now >= hwm {
+                    return Ok((n, c));
+                }
+                let behind = Duration::from_nanos(hwm - now);
+                if behind <= opts.max_clock_wait {
+                    std::thread::sleep(behind + Duration::from_millis(1));
+                    return Ok((n, c));
+                }
+                // Too far behind this id's mark: give it back (mark unchanged), try another.
+                least_behind = Some(least_behind.map_or(behind, |b| b.min(behind)));
+                skipped.insert(n);
+                let _ = retry(opts.join_timeout, || {
+                    s.call(|st| st.release(ns, n, c.token, hwm))
+                });
+            }
+            // Every candidate was taken since the scan or given back: scan again (the held and
+            // skipped ids drop out, so this ends with a claim or an error).
+            let _ = lost_race;
+        }
+    }
+
+    /// The cell to open the scheme with (`OpenOptions::cell`); its stamps are in the time base
+    /// given in [`FleetOptions::timebase`].
+    pub fn cell(&self) -> Arc<dyn StampCell> {
+        Arc::new(LeasedCell(self.shared.clone()))
+    }
+
+    /// The node id held.
+    pub fn node(&self) -> u64 {
+        self.shared.node
+    }
+
+    /// Test hook: stops (or resumes) renewals and reservations, as if the worker were frozen or
+    /// cut off from the store; issuing threads are not stopped.
+    #[doc(hidden)]
+    pub fn freeze_renewals(&self, on: bool) {
+        self.shared.frozen.store(on, SeqCst);
+        if let Some(w) = &self.worker {
+            w.thread().unpark();
+        }
+    }
+
+    /// What the member holds now.
+    pub fn status(&self) -> Status {
+        let s = &self.shared;
+        let lost = s
+            .lost_reason
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        Status {
+            namespace: s.opts.namespace.clone(),
+            node: s.node,
+            token: s.token.load(SeqCst),
+            reserved_ns: s.reserved_ns.load(SeqCst),
+            issuing: lost.is_none() && mono_ns() <= s.deadline.load(SeqCst),
+            lost,
+            store_calls: s.calls.load(SeqCst),
+        }
+    }
+
+    /// Stops issuing, records the time of the last stamp issued as the node id's high-water mark
+    /// (never below the mark it was claimed with), and gives the node id back.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the final write fails: the reservation stays as the mark, which is
+    /// safe (the next holder starts above it), and the lease expires on its own.
+    pub fn shutdown(mut self) -> Result<(), StoreError> {
+        self.stop_now()
+    }
+
+    fn stop_now(&mut self) -> Result<(), StoreError> {
+        let s = &self.shared;
+        if s.stop.swap(true, SeqCst) {
+            return Ok(());
+        }
+        s.lose("the member was shut down");
+        if let Some(w) = self.worker.take() {
+            w.thread().unpark();
+            let _ = w.join();
+        }
+        // Any issue that passed its check did so before `lost` was set, so its stamp is in the
+        // cell now (sequentially consistent): the mark covers it.
+        let last = time_of(&s.opts.timebase, s.stamp.load(SeqCst));
+        let mark = last.max(s.claimed_hwm.load(SeqCst));
+        let token = s.token.load(SeqCst);
+        let ns = &s.opts.namespace;
+        let lease = s.lease.load(SeqCst);
+        let r = retry(Duration::from_secs(2), || {
+            s.call(|st| st.release(ns, s.node, token, mark))
+        });
+        let _ = s.call(|st| st.revoke(lease));
+        r.map(|_| ()).map_err(|(e, _)| e)
+    }
+}
+
+impl Drop for Member {
+    fn drop(&mut self) {
+        let _ = self.stop_now();
+    }
+}
+
+/// Renews the lease and extends the reservation until stopped; after a lost lease, claims the
+/// same node id again if it is free (its mark, written by this member or a later holder, puts
+/// the stamp above every id issued under it).
+fn worker(s: &Shared) {
+    let ttl = s.opts.ttl;
+    let interval = (ttl / 3)
+        .min(s.opts.reserve_ahead / 4)
+        .max(Duration::from_millis(20));
+    let mut pause = interval;
+    while !s.stop.load(SeqCst) {
+        std::thread::park_timeout(pause);
+        if s.stop.load(SeqCst) {
+            break;
+        }
+        if s.frozen.load(SeqCst) {
+            continue;
+        }
+        let lease = s.lease.load(SeqCst);
+        let sent = mono_ns();
+        match s.call(|st| st.keep_alive(lease)) {
+            Ok(true) => {
+                s.deadline.store(s.safe_deadline(sent), SeqCst);
+                pause = interval;
+            }
+            Ok(false) => {
+                s.lose("the lease expired");
+                if !rejoin(s) {
+                    pause = (pause * 2).min(ttl);
+                    continue;
+                }
+                pause = interval;
+            }
+            Err(_) => {
+                // Bounded exponential backoff: no storm against a store that is down.
+                pause = (pause * 2).min(Duration::from_secs(2)).min(ttl / 2);
+                continue;
+            }
+        }
+        if s.lost.load(SeqCst) {
+            continue;
+        }
+        let now = wall_ns();
+        let ahead = s.opts.reserve_ahead.as_nanos() as u64;
+        if s.reserved_ns.load(SeqCst) < now + ahead / 2 {
+            let _ = s.reserve_to(now + ahead);
+        }
+    }
+}
+
+/// After the lease was lost: a new lease, the same node id if nobody took it, the stamp raised
+/// above its mark, a new reservation. Returns whether the member issues again.
+fn rejoin(s: &Shared) -> bool {
+    if s.stop.load(SeqCst) {
+        return false;
+    }
+    let ns = &s.opts.namespace;
+    let sent = mono_ns();
+    let Ok(lease) = s.call(|st| st.grant(s.opts.ttl)) else {
+        return false;
+    };
+    let claimed = match s.call(|st| st.try_claim(ns, s.node, lease, &s.opts.holder)) {
+        Ok(Some(c)) => c,
+        _ => {
+            let _ = s.call(|st| st.revoke(lease));
+            s.lose("another process took the node id after the lease expired");
+            return false;
+        }
+    };
+    let tb = &s.opts.timebase;
+    let hwm = claimed.hwm_ns.unwrap_or(0);
+    s.stamp.fetch_max(last_stamp_at(tb, hwm), SeqCst);
+    s.claimed_hwm.fetch_max(hwm, SeqCst);
+    s.lease.store(lease, SeqCst);
+    s.token.store(claimed.token, SeqCst);
+    s.deadline.store(s.safe_deadline(sent), SeqCst);
+    let want = wall_ns().max(hwm) + s.opts.reserve_ahead.as_nanos() as u64;
+    {
+        // The old reservation belonged to the old token: write the new one unconditionally.
+        let _g = s.raise.lock().unwrap_or_else(|e| e.into_inner());
+        match s.call(|st| st.reserve(ns, s.node, claimed.token, want)) {
+            Ok(true) => {
+                s.reserved_ns.store(want, SeqCst);
+                s.ceiling.store(last_stamp_at(tb, want), SeqCst);
+            }
+            _ => return false,
+        }
+    }
+    *s.lost_reason.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    s.lost.store(false, SeqCst);
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stamps_and_times_convert_at_tick_boundaries() {
+        let tb = Timebase {
+            epoch_ns: 1_000,
+            tick_ns: 1_000_000,
+            time_bits: 41,
+            counter_bits: 12,
+        };
+        assert_eq!(last_stamp_at(&tb, 999), 0);
+        assert_eq!(last_stamp_at(&tb, 1_000), 4095);
+        assert_eq!(time_of(&tb, 4095), 1_000);
+        assert_eq!(time_of(&tb, 4096), 1_001_000);
+        // The stamp after the last one at `ns` has a later time.
+        for ns in [1_000, 5_000_000, 123_456_789] {
+            assert!(time_of(&tb, last_stamp_at(&tb, ns)) <= ns);
+            assert!(time_of(&tb, last_stamp_at(&tb, ns) + 1) > ns);
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! The protocol on the in-memory store: distinct node ids, a full namespace, successors above a
+//! frozen holder's reservation, fencing, backoff while the store is down, clean shutdown.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use idforge::schemes::catalog::Kind;
+use idforge::schemes::open::{OpenOptions, Opened};
+use idforge::Error;
+use idforge_fleet::{FleetError, FleetOptions, Member, MemoryStore, Store};
+
+fn opts(ns: &str, max_node: u64) -> (Kind, FleetOptions) {
+    let kind = Kind::from_name("snowflake", None).unwrap();
+    let tb = kind.timebase(&OpenOptions::default()).unwrap().unwrap();
+    let mut o = FleetOptions::new(ns, max_node, tb);
+    o.ttl = Duration::from_millis(600);
+    o.reserve_ahead = Duration::from_millis(400);
+    o.join_timeout = Duration::from_secs(2);
+    (kind, o)
+}
+
+fn open(kind: &Kind, m: &Member) -> Opened {
+    Opened::open(
+        kind,
+        &OpenOptions {
+            node: Some(m.node()),
+            cell: Some(m.cell()),
+            ..OpenOptions::default()
+        },
+    )
+    .unwrap()
+}
+
+#[test]
+fn twenty_members_at_once_get_twenty_node_ids_and_a_21st_is_told_the_namespace_is_full() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let members: Vec<Member> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..20)
+            .map(|_| {
+                let store = store.clone();
+                s.spawn(move || Member::join(store, opts("full", 19).1).unwrap())
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let nodes: HashSet<u64> = members.iter().map(Member::node).collect();
+    assert_eq!(nodes.len(), 20);
+    let e = Member::join(store.clone(), opts("full", 19).1).unwrap_err();
+    assert!(
+        matches!(e, FleetError::NamespaceFull { size: 20, .. }),
+        "{e}"
+    );
+    assert!(e.to_string().contains("is full"), "{e}");
+    // Another namespace is another id space.
+    assert_eq!(Member::join(store, opts("other", 19).1).unwrap().node(), 0);
+}
+
+#[test]
+fn a_frozen_holder_is_fenced_and_its_successor_issues_above_its_reservation() {
+    let mem = Arc::new(MemoryStore::new());
+    let store: Arc<dyn Store> = mem.clone();
+    let (kind, o) = opts("zombie", 0); // one node id: the successor must take the same one
+    let a = Member::join(store.clone(), o.clone()).unwrap();
+    let ga = open(&kind, &a);
+    let mut a_ids: Vec<u128> = (0..1000).map(|_| ga.next().unwrap()).collect();
+    let a_reserved = a.status().reserved_ns;
+    // A's worker freezes: no renewal, no reservation. Its lease expires after the TTL.
+    a.freeze_renewals(true);
+    std::thread::sleep(o.ttl + Duration::from_millis(100));
+    // A fences itself: its deadline passed without a renewal.
+    assert!(matches!(ga.next(), Err(Error::LeaseLost { .. })));
+    let b = Member::join(store.clone(), o.clone()).unwrap();
+    assert_eq!(b.node(), a.node());
+    assert!(b.status().token > a.status().token, "a new fencing token");
+    let gb = open(&kind, &b);
+    let b_first = gb.next().unwrap();
+    let b_time = kind_time(b_first);
+    assert!(
+        b_time > a_reserved / 1_000_000,
+        "the successor starts above the frozen holder's reservation"
+    );
+    // A wakes up: it finds its node id taken and stays fenced.
+    a.freeze_renewals(false);
+    std::thread::sleep(o.ttl / 2);
+    assert!(ga.next().is_err());
+    assert!(a.status().lost.is_some());
+    a_ids.push(b_first);
+    a_ids.extend((0..1000).map(|_| gb.next().unwrap()));
+    let distinct: HashSet<u128> = a_ids.iter().copied().collect();
+    assert_eq!(distinct.len(), a_ids.len(), "no id of A repeats in B");
+}
+
+/// Snowflake's time field in Unix milliseconds.
+fn kind_time(id: u128) -> u64 {
+    let d = idforge::inspect(&id.to_string(), Some(&idforge::Scheme::Snowflake), None).unwrap();
+    d.unix_ms() as u64
+}
+
+#[test]
+fn a_store_that_is_down_stops_issuing_before_the_deadline_with_bounded_calls_then_recovers() {
+    let mem = Arc::new(MemoryStore::new());
+    let store: Arc<dyn Store> = mem.clone();
+    let (kind, mut o) = opts("down", 3);
+    o.ttl = Duration::from_secs(1);
+    o.reserve_ahead = Duration::from_millis(800);
+    let m = Member::join(store.clone(), o.clone()).unwrap();
+    let g = open(&kind, &m);
+    g.next().unwrap();
+    let before = mem.calls();
+    mem.set_down(true);
+    std::thread::sleep(Duration::from_millis(1500));
+    let during = mem.calls() - before;
+    // Renewals every 200 ms at most, backing off: a handful of calls, never a storm.
+    assert!(
+        during <= 12,
+        "{during} calls in 1.5 s while the store was down"
+    );
+    assert!(
+        matches!(g.next(), Err(Error::LeaseLost { .. })),
+        "stopped before the deadline"
+    );
+    mem.set_down(false);
+    // The lease expired meanwhile: the member claims its node id again and issues.
+    let mut ok = false;
+    for _ in 0..60 {
+        std::thread::sleep(Duration::from_millis(100));
+        if g.next().is_ok() {
+            ok = true;
+            break;
+        }
+    }
+    assert!(ok, "recovered after the store came back: {:?}", m.status());
+}
+
+#[test]
+fn a_clean_shutdown_gives_the_node_id_back_with_its_last_time_as_the_mark() {
+    let mem = Arc::new(MemoryStore::new());
+    let store: Arc<dyn Store> = mem.clone();
+    let (kind, o) = opts("clean", 0);
+    let m = Member::join(store.clone(), o.clone()).unwrap();
+    let g = open(&kind, &m);
+    let last = (0..100).map(|_| g.next().unwrap()).max().unwrap();
+    let reserved = m.status().reserved_ns;
+    m.shutdown().unwrap();
+    assert!(g.next().is_err(), "nothing after shutdown");
+    let mark = mem.hwm("clean", 0).unwrap();
+    assert!(
+        mark < reserved,
+        "the mark is the last time, not the reservation"
+    );
+    assert_eq!(mark / 1_000_000, kind_time(last));
+    // The successor needs no wait for the unused reservation, and starts above the last id.
+    let m2 = Member::join(store, o).unwrap();
+    assert!(open(&kind, &m2).next().unwrap() > last);
+}
+
+#[test]
+fn a_clock_behind_every_mark_is_refused_with_how_far() {
+    let mem = Arc::new(MemoryStore::new());
+    let store: Arc<dyn Store> = mem.clone();
+    let (_, o) = opts("behind", 1);
+    // Both node ids were used up to an hour from now.
+    let future = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        + 3_600_000_000_000;
+    for n in 0..2 {
+        let lease = store.grant(Duration::from_secs(5)).unwrap();
+        let c = store
+            .try_claim("behind", n, lease, "test")
+            .unwrap()
+            .unwrap();
+        assert!(store.release("behind", n, c.token, future).unwrap());
+    }
+    let e = Member::join(store, o).unwrap_err();
+    assert!(matches!(e, FleetError::ClockBehind { .. }), "{e}");
+    assert!(e.to_string().contains("behind"), "{e}");
+}
