@@ -11,7 +11,8 @@ pub const EXIT_CODES: &str = "Exit status:
   2  usage: an unknown scheme, a bad flag value, or flags that do not go together
   3  the generator refused to issue: the clock is behind the last id, or the layout's time ran out
   4  the state file cannot be used (another user's, damaged, replaced, or for another scheme)
-  5  output could not be written";
+  5  output could not be written
+  6  no node id could be leased from etcd (namespace full, clock behind, etcd unreachable)";
 
 /// A mistake in how the command was called (exit code 2).
 #[derive(Debug)]
@@ -24,6 +25,18 @@ impl std::fmt::Display for Usage {
 }
 
 impl std::error::Error for Usage {}
+
+/// A fleet error (exit code 6).
+#[derive(Debug)]
+pub struct Fleet(pub String);
+
+impl std::fmt::Display for Fleet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Fleet {}
 
 /// Returns a [`Usage`] error: `usage!("--x applies only to {}", y)`.
 #[macro_export]
@@ -54,8 +67,12 @@ pub fn code(e: &anyhow::Error) -> u8 {
     if e.downcast_ref::<io::Error>().is_some() {
         return 5;
     }
+    if e.downcast_ref::<Fleet>().is_some() {
+        return 6;
+    }
     match e.downcast_ref::<E>() {
         Some(E::StateFile(_)) => 4,
+        Some(E::LeaseLost { .. }) => 6,
         Some(E::ClockBehind { .. } | E::TimeOutOfRange { .. } | E::BeforeEpoch { .. }) => 3,
         Some(E::MalformedId { .. } | E::AmbiguousId { .. } | E::WrongVersion { .. }) => 1,
         _ => 2,

@@ -90,6 +90,24 @@ pub struct GenArgs {
     /// Show progress on stderr (default: when stderr is a terminal and COUNT >= 1,000,000).
     #[arg(long)]
     progress: bool,
+    /// Lease the node id (or nanots-host host id) from etcd instead of --node: ENDPOINTS is a
+    /// comma-separated list of client URLs (falls back to IDFORGE_ETCD). The process holds the id
+    /// under a lease while it runs, reserves time ahead in etcd, and gives the id back at the end
+    /// (docs/FLEET.md). Needs a build with the `etcd` feature.
+    #[arg(long, value_name = "ENDPOINTS")]
+    etcd: Option<String>,
+    /// With --etcd: the id space's name (default: the scheme's name). Every process generating
+    /// ids that must not collide uses the same namespace; two namespaces are two id spaces.
+    #[arg(long, value_name = "NAME")]
+    namespace: Option<String>,
+    /// With --etcd: the lease's time to live in seconds (default 10): how long a crashed
+    /// process's node id stays unavailable.
+    #[arg(long, value_name = "SECS")]
+    lease_ttl: Option<u64>,
+    /// Take the node id from this host's name, as a Kubernetes StatefulSet names its pods
+    /// (`orders-3` → 3).
+    #[arg(long)]
+    node_from_hostname: bool,
     /// locality: sequential mode, so ids made in the same 10 minutes on any machine share their
     /// first characters (one shard); the default variable mode spreads them over all shards.
     #[arg(long)]
@@ -113,6 +131,8 @@ pub enum BehindArg {
 
 /// What `gen` will do, checked before anything is opened.
 struct Plan {
+    /// etcd endpoints, namespace and lease TTL, when the node id is leased.
+    fleet: Option<crate::fleet::FleetPlan>,
     kind: Kind,
     opts: OpenOptions,
     count: u64,
@@ -129,9 +149,18 @@ pub fn run(a: GenArgs) -> anyhow::Result<ExitCode> {
         println!("{}", st.path.display());
         return Ok(ExitCode::SUCCESS);
     }
-    let g = Opened::open(&plan.kind, &plan.opts)?;
+    let mut opts = plan.opts;
+    let member = match &plan.fleet {
+        Some(f) => Some(crate::fleet::join(f, &plan.kind, &mut opts)?),
+        None => None,
+    };
+    let g = Opened::open(&plan.kind, &opts)?;
     let format = g.text_format(plan.format.as_deref())?;
-    crate::output::write_ids(&g, plan.count, format, plan.progress)?;
+    let written = crate::output::write_ids(&g, plan.count, format, plan.progress);
+    if let Some(m) = member {
+        crate::fleet::leave(m)?;
+    }
+    written?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -159,6 +188,16 @@ fn plan(a: GenArgs) -> anyhow::Result<Plan> {
         }
         // IDFORGE_NODE only where the scheme has a node field, so a machine-wide setting does
         // not break `gen uuid7`; --node is taken as given (and refused where it does not apply).
+        Identity::Node { .. } if a.node_from_hostname => {
+            if a.node.is_some() {
+                usage!("--node and --node-from-hostname name the node twice: give one");
+            }
+            let host = idforge_fleet::node::hostname().unwrap_or_default();
+            match idforge_fleet::node::statefulset_ordinal(&host) {
+                Some(n) => Some(n),
+                None => usage!("--node-from-hostname: the host name {host:?} does not end in a StatefulSet ordinal (name-3)"),
+            }
+        }
         Identity::Node { .. } | Identity::Tag { .. } => a
             .node
             .map_or_else(|| env_u64("IDFORGE_NODE", "a node id"), |n| Ok(Some(n)))?,
@@ -188,8 +227,19 @@ fn plan(a: GenArgs) -> anyhow::Result<Plan> {
         opts.pid = pid(a.pid.clone())?;
         opts.mac_fragment = mac(a.mac.clone())?;
     }
+    let fleet = crate::fleet::plan(
+        a.etcd.clone(),
+        a.namespace.clone(),
+        a.lease_ttl,
+        &kind,
+        opts.node.is_some() || a.node_from_hostname,
+    )?;
+    if fleet.is_some() && (a.shared || a.state.is_some() || a.at.is_some()) {
+        usage!("--etcd leases the node id and keeps the stamp in this process: --shared, --state and --at do not go with it");
+    }
     opts.state = state(&a, &kind, &opts)?;
     Ok(Plan {
+        fleet,
         kind,
         opts,
         count: a.count,

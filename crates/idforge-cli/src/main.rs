@@ -1,11 +1,12 @@
-//! `idforge`: generate unique ids in any scheme, decode them, list the schemes. This file only
-//! wires the commands: each lives in its own module, and every scheme opens through the library.
+//! `idforge`: generate and decode unique ids. This file only wires the commands: each lives in
+//! its own module, and every scheme opens through the library.
 
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
 mod failure;
+mod fleet;
 mod gen;
 mod inspect;
 mod output;
@@ -44,6 +45,15 @@ enum Command {
         /// One JSON object per scheme (an array).
         #[arg(long)]
         json: bool,
+    },
+    /// Node ids leased from etcd: who holds which, and every node id's mark.
+    Fleet {
+        /// etcd client URLs, comma-separated (falls back to IDFORGE_ETCD).
+        #[arg(long, env = "IDFORGE_ETCD", value_name = "ENDPOINTS")]
+        etcd: String,
+        /// The namespace (as `gen --namespace`; default the scheme's name, e.g. snowflake).
+        #[arg(long)]
+        namespace: String,
     },
     /// Print a shell completion script: `idforge completions bash > /etc/bash_completion.d/idforge`.
     Completions {
@@ -100,6 +110,7 @@ fn main() -> ExitCode {
         Command::Gen(a) => gen::run(a),
         Command::Inspect(a) => inspect::run(a),
         Command::Schemes { json } => schemes::schemes(json),
+        Command::Fleet { etcd, namespace } => fleet::status(&etcd, &namespace),
         Command::Completions { shell } => {
             clap_complete::generate(
                 shell,
@@ -120,20 +131,4 @@ fn main() -> ExitCode {
 }
 
 #[cfg(test)]
-mod tests {
-    #[test]
-    fn the_command_line_is_consistent() {
-        use clap::CommandFactory;
-        super::Cli::command().debug_assert();
-    }
-
-    #[test]
-    fn gen_help_lists_every_scheme_of_the_catalog() {
-        for name in idforge::schemes::catalog::NAMES {
-            assert!(
-                super::GEN_HELP.contains(&format!("\n  {name} ")),
-                "{name} is missing from src/schemes.txt"
-            );
-        }
-    }
-}
+mod tests;

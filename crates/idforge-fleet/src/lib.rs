@@ -66,6 +66,8 @@ mod store;
 
 #[cfg(feature = "etcd")]
 pub mod etcd;
+#[cfg(feature = "etcd")]
+pub mod local;
 
 pub use member::{FleetError, FleetOptions, Member, Status};
 pub use store::{Claimed, MemoryStore, Scan, Store, StoreError};

@@ -158,6 +158,8 @@ struct Shared {
     stop: AtomicBool,
     /// Test hook: renewals and reservations stop, as in a process that is frozen or cut off.
     frozen: AtomicBool,
+    /// Monotonic ns before which the hot path does not call a failing store.
+    backoff_until: AtomicU64,
     calls: AtomicU64,
     raise: Mutex<()>,
 }
@@ -188,7 +190,16 @@ impl Shared {
         f: impl FnOnce(&dyn Store) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         self.calls.fetch_add(1, SeqCst);
-        f(self.store.as_ref())
+        let r = f(self.store.as_ref());
+        if std::env::var_os("IDFORGE_FLEET_TRACE").is_some() {
+            eprintln!(
+                "fleet call at {} ms on {:?}: {}",
+                mono_ns() / 1_000_000,
+                std::thread::current().name(),
+                r.as_ref().err().map_or("ok".to_string(), |e| e.to_string())
+            );
+        }
+        r
     }
 
     /// The lease's safe end: renewal sent at `sent` + TTL, less a tenth for clock-rate error.
@@ -243,16 +254,34 @@ impl StampCell for LeasedCell {
         if s.lost.load(SeqCst) {
             return Err(s.lost_error());
         }
+        let unavailable = |why: &str| Error::LeaseLost {
+            node: s.node,
+            reason: format!("no time could be reserved ({why}); retrying in the background"),
+        };
+        // While the store is failing, callers are refused without a call each: no storm.
+        if mono_ns() < s.backoff_until.load(SeqCst) {
+            return Err(unavailable("the store failed a moment ago"));
+        }
         let tb = &s.opts.timebase;
         let want = time_of(tb, needed).max(wall_ns()) + s.opts.reserve_ahead.as_nanos() as u64;
-        match s.reserve_to(want) {
-            Ok(true) => Ok(s.ceiling.load(SeqCst)),
-            Ok(false) => Err(s.lost_error()),
-            Err(e) => Err(Error::LeaseLost {
-                node: s.node,
-                reason: format!("no time could be reserved: {e}"),
-            }),
+        // A few attempts within half a second ride out a leader election; one caller at a time
+        // (the others find the raised ceiling when they get the lock).
+        let mut last = None;
+        for attempt in 0..3u32 {
+            if mono_ns() > s.deadline.load(SeqCst) {
+                break;
+            }
+            match s.reserve_to(want) {
+                Ok(true) => return Ok(s.ceiling.load(SeqCst)),
+                Ok(false) => return Err(s.lost_error()),
+                Err(e) => last = Some(e),
+            }
+            std::thread::sleep(Duration::from_millis(50) * 2u32.pow(attempt));
         }
+        s.backoff_until.store(mono_ns() + 200_000_000, SeqCst);
+        Err(unavailable(
+            &last.map_or("the lease deadline passed".into(), |e| e.to_string()),
+        ))
     }
 
     #[inline]
@@ -338,6 +367,7 @@ impl Member {
             lost_reason: Mutex::new(None),
             stop: AtomicBool::new(false),
             frozen: AtomicBool::new(false),
+            backoff_until: AtomicU64::new(0),
             calls: AtomicU64::new(1),
             raise: Mutex::new(()),
             opts: opts.clone(),
@@ -517,11 +547,12 @@ impl Member {
         if s.stop.swap(true, SeqCst) {
             return Ok(());
         }
-        s.lose("the member was shut down");
         if let Some(w) = self.worker.take() {
             w.thread().unpark();
             let _ = w.join();
         }
+        // After the worker is gone (a rejoin could otherwise clear it): no id passes from here.
+        s.lose("the member was shut down");
         // Any issue that passed its check did so before `lost` was set, so its stamp is in the
         // cell now (sequentially consistent): the mark covers it.
         let last = time_of(&s.opts.timebase, s.stamp.load(SeqCst));
@@ -553,7 +584,16 @@ fn worker(s: &Shared) {
         .max(Duration::from_millis(20));
     let mut pause = interval;
     while !s.stop.load(SeqCst) {
-        std::thread::park_timeout(pause);
+        // Parking can return early (an unpark left by a scoped thread the store used, or a
+        // spurious wake-up): sleep until the instant, woken only by `stop`.
+        let until = Instant::now() + pause;
+        while !s.stop.load(SeqCst) {
+            let now = Instant::now();
+            if now >= until {
+                break;
+            }
+            std::thread::park_timeout(until - now);
+        }
         if s.stop.load(SeqCst) {
             break;
         }

@@ -1,0 +1,297 @@
+//! The protocol against a real etcd (feature `etcd`; run through `scripts/etcd test`, which
+//! installs etcd and protoc when they are missing). Each test starts its own etcd members on
+//! free loopback ports, with data under a temporary directory, and kills them when it ends.
+
+use std::collections::HashSet;
+use std::io::Read;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use idforge_fleet::local::LocalCluster as Cluster;
+use idforge_fleet::{FleetError, FleetOptions, Member};
+
+fn member_bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_fleet-member"))
+}
+
+/// A member process: `fleet-member ENDPOINTS NS SECONDS RATE MAX_NODE TTL_MS`.
+fn spawn_member(c: &Cluster, ns: &str, secs: f64, rate: u64, max_node: u64, ttl_ms: u64) -> Child {
+    member_bin()
+        .args([
+            c.endpoints().join(","),
+            ns.to_string(),
+            secs.to_string(),
+            rate.to_string(),
+            max_node.to_string(),
+            ttl_ms.to_string(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits for a member process and returns (exit code, ids printed, stderr).
+fn finish(mut child: Child) -> (Option<i32>, Vec<u64>, String) {
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap();
+    let ids = out
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| l.parse().unwrap())
+        .collect();
+    (status.code(), ids, err)
+}
+
+fn signal(child: &Child, sig: i32) {
+    // SAFETY: kill(2) on a child we spawned and have not reaped.
+    unsafe { libc::kill(child.id() as i32, sig) };
+}
+
+fn snowflake_opts(ns: &str, max_node: u64) -> FleetOptions {
+    let kind = idforge::schemes::catalog::Kind::from_name("snowflake", None).unwrap();
+    let tb = kind
+        .timebase(&idforge::schemes::open::OpenOptions::default())
+        .unwrap()
+        .unwrap();
+    let mut o = FleetOptions::new(ns, max_node, tb);
+    o.ttl = Duration::from_secs(2);
+    o.reserve_ahead = Duration::from_millis(400);
+    o
+}
+
+#[test]
+fn twenty_processes_claim_twenty_distinct_ids_and_a_21st_finds_the_namespace_full() {
+    let c = Cluster::start(1);
+    let kids: Vec<Child> = (0..20)
+        .map(|_| spawn_member(&c, "twenty", 3.0, 1000, 19, 5000))
+        .collect();
+    // Wait until all twenty hold their ids, then a 21st finds none.
+    let store = c.store();
+    let start = Instant::now();
+    while store.scan("twenty").unwrap().held.len() < 20 {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the twenty did not all join"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let extra = finish(spawn_member(&c, "twenty", 0.1, 10, 19, 5000));
+    assert_eq!(extra.0, Some(4), "{}", extra.2);
+    assert!(extra.2.contains("is full"), "{}", extra.2);
+    let mut nodes = HashSet::new();
+    let mut all = HashSet::new();
+    for k in kids {
+        let (code, ids, err) = finish(k);
+        assert_eq!(code, Some(0), "{err}");
+        let node: u64 = err
+            .split("node=")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(nodes.insert(node), "node {node} twice");
+        for id in ids {
+            assert!(all.insert(id), "duplicate id {id}");
+        }
+    }
+    assert_eq!(nodes.len(), 20);
+}
+
+#[test]
+fn after_kill_9_the_id_is_free_only_when_the_lease_expires_and_the_successor_is_above() {
+    let c = Cluster::start(1);
+    let a = spawn_member(&c, "kill9", 30.0, 5000, 0, 2000);
+    std::thread::sleep(Duration::from_millis(1200));
+    signal(&a, libc::SIGKILL);
+    let killed_at = Instant::now();
+    let (_, a_ids, _) = finish(a);
+    assert!(!a_ids.is_empty());
+    // Right away, the only node id is still leased.
+    let early = finish(spawn_member(&c, "kill9", 0.1, 10, 0, 2000));
+    if killed_at.elapsed() < Duration::from_millis(1500) {
+        assert_eq!(
+            early.0,
+            Some(4),
+            "claimed before the lease expired: {}",
+            early.2
+        );
+    }
+    std::thread::sleep(Duration::from_millis(2500));
+    let (code, b_ids, err) = finish(spawn_member(&c, "kill9", 1.0, 5000, 0, 2000));
+    assert_eq!(code, Some(0), "{err}");
+    let a_max = *a_ids.iter().max().unwrap();
+    assert!(
+        b_ids.iter().all(|b| *b > a_max),
+        "successor ids above the dead holder's"
+    );
+}
+
+#[test]
+fn a_holder_stopped_past_its_ttl_and_resumed_never_collides_with_its_successor() {
+    let c = Cluster::start(1);
+    let a = spawn_member(&c, "sigstop", 8.0, 20_000, 0, 2000);
+    std::thread::sleep(Duration::from_millis(1000));
+    signal(&a, libc::SIGSTOP);
+    std::thread::sleep(Duration::from_millis(3000)); // past the TTL: the lease expires
+    let b = spawn_member(&c, "sigstop", 3.0, 20_000, 0, 2000);
+    std::thread::sleep(Duration::from_millis(1000));
+    signal(&a, libc::SIGCONT); // A wakes while B holds its node id
+    let (b_code, b_ids, b_err) = finish(b);
+    let (_, a_ids, a_err) = finish(a);
+    assert_eq!(b_code, Some(0), "{b_err}");
+    assert!(!b_ids.is_empty() && !a_ids.is_empty());
+    let a_set: HashSet<u64> = a_ids.iter().copied().collect();
+    let dup = b_ids.iter().filter(|b| a_set.contains(b)).count();
+    assert_eq!(dup, 0, "{dup} ids issued by both; A: {a_err}");
+    assert!(a_err.contains("refused="), "{a_err}");
+}
+
+#[test]
+fn etcd_down_past_the_ttl_stops_issuing_with_bounded_calls_and_recovers() {
+    let mut c = Cluster::start(1);
+    let store = c.store();
+    let m = Member::join(store, snowflake_opts("down", 3)).unwrap();
+    let kind = idforge::schemes::catalog::Kind::from_name("snowflake", None).unwrap();
+    let g = idforge::schemes::open::Opened::open(
+        &kind,
+        &idforge::schemes::open::OpenOptions {
+            node: Some(m.node()),
+            cell: Some(m.cell()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    g.next().unwrap();
+    let calls_before = m.status().store_calls;
+    c.kill(0);
+    std::thread::sleep(Duration::from_millis(2500)); // past the 2 s TTL
+    assert!(
+        g.next().is_err(),
+        "issued past the lease deadline with etcd down"
+    );
+    let calls = m.status().store_calls - calls_before;
+    assert!(calls <= 15, "{calls} calls in 2.5 s while etcd was down");
+    c.spawn(0); // the same data directory: the lease has expired by now
+    c.wait_ready();
+    let start = Instant::now();
+    while g.next().is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "no recovery: {:?}",
+            m.status()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn the_leader_killed_holders_keep_their_ids_and_keep_issuing() {
+    let mut c = Cluster::start(3);
+    let mut o = snowflake_opts("leader", 3);
+    o.reserve_ahead = Duration::from_secs(2); // the default: more than an election takes
+    let m = Member::join(c.store(), o).unwrap();
+    let kind = idforge::schemes::catalog::Kind::from_name("snowflake", None).unwrap();
+    let g = idforge::schemes::open::Opened::open(
+        &kind,
+        &idforge::schemes::open::OpenOptions {
+            node: Some(m.node()),
+            cell: Some(m.cell()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let token = m.status().token;
+    let leader = c.leader();
+    c.kill(leader);
+    let start = Instant::now();
+    let mut ok = 0u64;
+    let mut failed = 0u64;
+    while start.elapsed() < Duration::from_secs(4) {
+        match g.next() {
+            Ok(_) => ok += 1,
+            Err(_) => failed += 1,
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let st = m.status();
+    assert!(st.issuing && st.lost.is_none(), "{st:?}");
+    assert_eq!(st.token, token, "the same claim throughout");
+    assert!(ok > 1000 && failed == 0, "ok {ok}, failed {failed}");
+}
+
+#[test]
+fn a_clock_behind_the_marks_is_refused_against_etcd_too() {
+    let c = Cluster::start(1);
+    let store = c.store();
+    let future = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        + 3_600_000_000_000;
+    let lease = store.grant(Duration::from_secs(5)).unwrap();
+    let claim = store
+        .try_claim("behind", 0, lease, "test")
+        .unwrap()
+        .unwrap();
+    assert!(store.release("behind", 0, claim.token, future).unwrap());
+    let e = Member::join(store, snowflake_opts("behind", 0)).unwrap_err();
+    assert!(matches!(e, FleetError::ClockBehind { .. }), "{e}");
+}
+
+/// 16 member processes for `IDFORGE_CHURN_SECS` (default 30) against a 3-member cluster, killed
+/// with `kill -9` at random and restarted; every id they printed is collected: no duplicates.
+#[test]
+fn churn_with_kill_9_and_restarts_never_repeats_an_id() {
+    let secs: u64 = std::env::var("IDFORGE_CHURN_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(30);
+    let c = Cluster::start(3);
+    // 32 node ids for 16 processes: a killed process's id stays leased for the 2 s TTL.
+    let spawn = || spawn_member(&c, "churn", 1_000.0, 5_000, 31, 2000);
+    let mut kids: Vec<Child> = (0..16).map(|_| spawn()).collect();
+    let mut done: Vec<Child> = Vec::new();
+    let start = Instant::now();
+    let mut restarts = 0u64;
+    let mut seed = std::process::id() as u64;
+    while start.elapsed() < Duration::from_secs(secs) {
+        std::thread::sleep(Duration::from_millis(300));
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let i = (seed % kids.len() as u64) as usize;
+        signal(&kids[i], libc::SIGKILL);
+        done.push(std::mem::replace(&mut kids[i], spawn()));
+        restarts += 1;
+    }
+    for k in &kids {
+        signal(k, libc::SIGKILL);
+    }
+    done.extend(kids);
+    let mut all = HashSet::new();
+    let mut total = 0u64;
+    for k in done {
+        let (_, ids, _) = finish(k);
+        for id in ids {
+            total += 1;
+            assert!(all.insert(id), "duplicate id {id}");
+        }
+    }
+    eprintln!("churn: {total} ids, {restarts} kill -9 restarts, {secs} s, 0 duplicates");
+    assert!(total > 10_000 && restarts > 10);
+}
