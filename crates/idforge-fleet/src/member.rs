@@ -11,7 +11,7 @@ use idforge::{Error, StampCell, Timebase};
 use crate::store::{Store, StoreError};
 
 /// How a member joins and keeps its node id.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct FleetOptions {
     /// The id space: one namespace per scheme, layout and fleet (ids of two namespaces may
     /// collide; ids within one never do).
@@ -33,6 +33,25 @@ pub struct FleetOptions {
     pub timebase: Timebase,
     /// Written into the node key, for operators (default: host name and process id).
     pub holder: String,
+    /// The clock compared with the marks and used for reservations: the wall clock unless set
+    /// (it must be the clock the scheme's generator reads; tests give both a clock that is off).
+    pub clock: Option<Arc<dyn idforge::Clock>>,
+}
+
+impl std::fmt::Debug for FleetOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FleetOptions")
+            .field("namespace", &self.namespace)
+            .field("ttl", &self.ttl)
+            .field("reserve_ahead", &self.reserve_ahead)
+            .field("max_clock_wait", &self.max_clock_wait)
+            .field("join_timeout", &self.join_timeout)
+            .field("max_node", &self.max_node)
+            .field("timebase", &self.timebase)
+            .field("holder", &self.holder)
+            .field("clock", &self.clock.as_ref().map(|c| c.now_ns()))
+            .finish()
+    }
 }
 
 impl FleetOptions {
@@ -47,6 +66,7 @@ impl FleetOptions {
             max_node,
             timebase,
             holder: default_holder(),
+            clock: None,
         }
     }
 }
@@ -101,10 +121,17 @@ fn mono_ns() -> u64 {
     BASE.get_or_init(Instant::now).elapsed().as_nanos() as u64
 }
 
-fn wall_ns() -> u64 {
+fn system_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
+}
+
+impl FleetOptions {
+    /// The time the protocol compares with marks: [`FleetOptions::clock`], else the wall clock.
+    fn now_ns(&self) -> u64 {
+        self.clock.as_ref().map_or_else(system_ns, |c| c.now_ns())
+    }
 }
 
 /// The largest stamp whose time (the start of its tick) is at or before `ns`.
@@ -263,7 +290,8 @@ impl StampCell for LeasedCell {
             return Err(unavailable("the store failed a moment ago"));
         }
         let tb = &s.opts.timebase;
-        let want = time_of(tb, needed).max(wall_ns()) + s.opts.reserve_ahead.as_nanos() as u64;
+        let want =
+            time_of(tb, needed).max(s.opts.now_ns()) + s.opts.reserve_ahead.as_nanos() as u64;
         // A few attempts within half a second ride out a leader election; one caller at a time
         // (the others find the raised ceiling when they get the lock).
         let mut last = None;
@@ -390,7 +418,7 @@ impl Member {
         shared.token.store(claimed.token, SeqCst);
         // Every stamp whose time is at or before the mark counts as used.
         shared.stamp.store(last_stamp_at(tb, hwm), SeqCst);
-        let first = wall_ns().max(hwm) + opts.reserve_ahead.as_nanos() as u64;
+        let first = opts.now_ns().max(hwm) + opts.reserve_ahead.as_nanos() as u64;
         match retry(limit, || shared.reserve_to(first)) {
             Ok(true) => {}
             Ok(false) => {
@@ -470,7 +498,7 @@ impl Member {
                     continue; // taken since the scan: the next candidate
                 };
                 let hwm = c.hwm_ns.unwrap_or(0);
-                let now = wall_ns();
+                let now = opts.now_ns();
                 if now >= hwm {
                     return Ok((n, c));
                 }
@@ -624,7 +652,7 @@ fn worker(s: &Shared) {
         if s.lost.load(SeqCst) {
             continue;
         }
-        let now = wall_ns();
+        let now = s.opts.now_ns();
         let ahead = s.opts.reserve_ahead.as_nanos() as u64;
         if s.reserved_ns.load(SeqCst) < now + ahead / 2 {
             let _ = s.reserve_to(now + ahead);
@@ -658,7 +686,7 @@ fn rejoin(s: &Shared) -> bool {
     s.lease.store(lease, SeqCst);
     s.token.store(claimed.token, SeqCst);
     s.deadline.store(s.safe_deadline(sent), SeqCst);
-    let want = wall_ns().max(hwm) + s.opts.reserve_ahead.as_nanos() as u64;
+    let want = s.opts.now_ns().max(hwm) + s.opts.reserve_ahead.as_nanos() as u64;
     {
         // The old reservation belonged to the old token: write the new one unconditionally.
         let _g = s.raise.lock().unwrap_or_else(|e| e.into_inner());

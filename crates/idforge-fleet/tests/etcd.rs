@@ -141,23 +141,52 @@ fn after_kill_9_the_id_is_free_only_when_the_lease_expires_and_the_successor_is_
     );
 }
 
+/// A member process whose output is read as it goes (a full pipe would stall it).
+struct Running {
+    pid: i32,
+    reader: std::thread::JoinHandle<(Option<i32>, Vec<u64>, String)>,
+}
+
+fn run_member(c: &Cluster, ns: &str, secs: f64, rate: u64, max_node: u64, ttl_ms: u64) -> Running {
+    let child = spawn_member(c, ns, secs, rate, max_node, ttl_ms);
+    Running {
+        pid: child.id() as i32,
+        reader: std::thread::spawn(move || finish(child)),
+    }
+}
+
+fn signal_pid(pid: i32, sig: i32) {
+    // SAFETY: kill(2) on a child we spawned and whose reader has not reaped it yet.
+    unsafe { libc::kill(pid, sig) };
+}
+
 #[test]
 fn a_holder_stopped_past_its_ttl_and_resumed_never_collides_with_its_successor() {
     let c = Cluster::start(1);
-    let a = spawn_member(&c, "sigstop", 8.0, 20_000, 0, 2000);
+    let a = run_member(&c, "sigstop", 8.0, 20_000, 0, 2000);
     std::thread::sleep(Duration::from_millis(1000));
-    signal(&a, libc::SIGSTOP);
+    signal_pid(a.pid, libc::SIGSTOP);
     std::thread::sleep(Duration::from_millis(3000)); // past the TTL: the lease expires
-    let b = spawn_member(&c, "sigstop", 3.0, 20_000, 0, 2000);
+    let b = run_member(&c, "sigstop", 3.0, 20_000, 0, 2000);
     std::thread::sleep(Duration::from_millis(1000));
-    signal(&a, libc::SIGCONT); // A wakes while B holds its node id
-    let (b_code, b_ids, b_err) = finish(b);
-    let (_, a_ids, a_err) = finish(a);
+    signal_pid(a.pid, libc::SIGCONT); // A wakes while B holds its node id
+    let (b_code, b_ids, b_err) = b.reader.join().unwrap();
+    let (_, a_ids, a_err) = a.reader.join().unwrap();
     assert_eq!(b_code, Some(0), "{b_err}");
     assert!(!b_ids.is_empty() && !a_ids.is_empty());
+    let (b_first, b_last) = (b_ids[0], *b_ids.last().unwrap());
+    // A went on trying to issue all along after it woke (its output was read as it went); any
+    // id it printed while B ran would show here.
+    let a_during_b = a_ids
+        .iter()
+        .filter(|a| (b_first..=b_last).contains(*a))
+        .count();
     let a_set: HashSet<u64> = a_ids.iter().copied().collect();
     let dup = b_ids.iter().filter(|b| a_set.contains(b)).count();
-    assert_eq!(dup, 0, "{dup} ids issued by both; A: {a_err}");
+    assert_eq!(
+        dup, 0,
+        "{dup} ids issued by both ({a_during_b} of A's inside B's range); A: {a_err}"
+    );
     assert!(a_err.contains("refused="), "{a_err}");
 }
 
@@ -262,8 +291,33 @@ fn churn_with_kill_9_and_restarts_never_repeats_an_id() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(30);
     let c = Cluster::start(3);
-    // 32 node ids for 16 processes: a killed process's id stays leased for the 2 s TTL.
-    let spawn = || spawn_member(&c, "churn", 1_000.0, 5_000, 31, 2000);
+    // 16 node ids for 16 processes: a restarted process waits for a killed one's id (leased for
+    // the 2 s TTL) and takes it over. Every other restart runs on a clock stepped back 3 s, past
+    // the TTL: without the marks it would reissue the last second of the dead holder's ids.
+    let mut round = 0u64;
+    let mut spawn = || {
+        round += 1;
+        let offset = if round > 16 && round % 2 == 0 {
+            "-3000"
+        } else {
+            "0"
+        };
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_fleet-member"));
+        cmd.env("IDFORGE_CLOCK_OFFSET_MS", offset)
+            .env("IDFORGE_WAIT_FOR_NODE", "1")
+            .args([
+                c.endpoints().join(","),
+                "churn".into(),
+                "1000".into(),
+                "5000".into(),
+                "15".into(),
+                "2000".into(),
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
     let mut kids: Vec<Child> = (0..16).map(|_| spawn()).collect();
     let mut done: Vec<Child> = Vec::new();
     let start = Instant::now();

@@ -3,15 +3,29 @@
 //! its time is up; then it shuts down cleanly and prints its status.
 //!
 //! `fleet-member ENDPOINTS NAMESPACE SECONDS [RATE_PER_S] [MAX_NODE] [TTL_MS]`
+//!
+//! `IDFORGE_CLOCK_OFFSET_MS` (may be negative) shifts this process's clock, for both the protocol
+//! and the generator: a host whose clock was stepped back.
 
 use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use idforge::schemes::catalog::Kind;
-use idforge::schemes::open::{OpenOptions, Opened};
+use idforge::schemes::open::OpenOptions;
+use idforge::{Clock, Generator, Scheme, Sequencer, WallClock};
 use idforge_fleet::etcd::EtcdStore;
 use idforge_fleet::{FleetOptions, Member, Store};
+
+/// The wall clock shifted by a fixed offset.
+#[derive(Debug, Clone, Copy)]
+struct Offset(i64);
+
+impl Clock for Offset {
+    fn now_ns(&self) -> u64 {
+        WallClock.now_ns().saturating_add_signed(self.0)
+    }
+}
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -33,6 +47,13 @@ fn main() {
         opts.ttl = Duration::from_millis(t.parse().expect("TTL_MS"));
         opts.reserve_ahead = (opts.ttl / 5).max(Duration::from_millis(200));
     }
+    let offset: i64 = std::env::var("IDFORGE_CLOCK_OFFSET_MS")
+        .ok()
+        .map_or(0, |v| {
+            v.parse::<i64>().expect("IDFORGE_CLOCK_OFFSET_MS") * 1_000_000
+        });
+    let clock = Offset(offset);
+    opts.clock = Some(Arc::new(clock));
     let store: Arc<dyn Store> = match EtcdStore::connect(&endpoints) {
         Ok(s) => Arc::new(s),
         Err(e) => {
@@ -40,24 +61,28 @@ fn main() {
             std::process::exit(3);
         }
     };
-    let member = match Member::join(store, opts) {
-        Ok(m) => m,
-        Err(e) => {
-            eprintln!("fleet-member: {e}");
-            std::process::exit(4);
+    // With IDFORGE_WAIT_FOR_NODE set, a full namespace (or a clock behind every free id's mark)
+    // is waited out, retrying every 100 ms, until SECONDS have passed.
+    let wait = std::env::var_os("IDFORGE_WAIT_FOR_NODE").is_some();
+    let started = Instant::now();
+    let member = loop {
+        match Member::join(store.clone(), opts.clone()) {
+            Ok(m) => break m,
+            Err(e) if wait && started.elapsed().as_secs_f64() < secs => {
+                let _ = e;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(e) => {
+                eprintln!("fleet-member: {e}");
+                std::process::exit(4);
+            }
         }
     };
     let st = member.status();
     eprintln!("joined node={} token={}", st.node, st.token);
-    let g = Opened::open(
-        &kind,
-        &OpenOptions {
-            node: Some(member.node()),
-            cell: Some(member.cell()),
-            ..OpenOptions::default()
-        },
-    )
-    .expect("open");
+    let seq = Sequencer::with_cell(clock, member.cell(), tb, Scheme::Snowflake.default_policy())
+        .expect("sequencer");
+    let g = Generator::with_sequencer(&Scheme::Snowflake, Some(member.node()), seq).expect("open");
     let out = std::io::stdout();
     let mut w = std::io::BufWriter::new(out.lock());
     let start = Instant::now();
