@@ -953,38 +953,6 @@ mod tests {
         assert!(kinds.contains(&"snowflake:Pair64".to_string()), "{kinds:?}");
     }
 
-    #[test]
-    #[allow(unsafe_code)]
-    fn a_forked_child_draws_other_random_bits_than_its_parent() {
-        let _ = random_u64(RandomSource::Secure); // the parent's generator exists before the fork
-        let mut fds = [0i32; 2];
-        // SAFETY: pipe(2) into a two-element array.
-        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-        // SAFETY: the child draws a number, writes it to the pipe and _exits.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0);
-        if pid == 0 {
-            let v = random_u64(RandomSource::Secure).to_ne_bytes();
-            // SAFETY: writing 8 initialised bytes to our pipe, then leaving at once.
-            unsafe {
-                libc::write(fds[1], v.as_ptr().cast(), 8);
-                libc::_exit(0);
-            }
-        }
-        let parent = random_u64(RandomSource::Secure);
-        let mut buf = [0u8; 8];
-        // SAFETY: reading 8 bytes into a local buffer; waiting for our own child.
-        unsafe {
-            assert_eq!(libc::read(fds[0], buf.as_mut_ptr().cast(), 8), 8);
-            libc::waitpid(pid, std::ptr::null_mut(), 0);
-        }
-        assert_ne!(
-            u64::from_ne_bytes(buf),
-            parent,
-            "child repeated the parent's random bits"
-        );
-    }
-
     proptest! {
         /// The fast encoders agree with the layout's own encode for every stamp the sequencer can
         /// issue (guarantee 3 holds for generated ids, not just for `Layout::encode`).

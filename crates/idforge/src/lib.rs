@@ -45,7 +45,6 @@ pub mod inspect;
 pub mod layout;
 pub mod schemes;
 pub mod sequencer;
-#[allow(unsafe_code)]
 pub mod shm;
 pub mod text;
 pub mod time;
