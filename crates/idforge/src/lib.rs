@@ -35,6 +35,7 @@
 //! | `uuid` | off | conversions between [`UuidId`] (and `LocalityUuid`) and `uuid::Uuid` |
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
+#![warn(clippy::missing_errors_doc, clippy::missing_panics_doc)]
 
 pub mod clock;
 pub mod error;

@@ -92,7 +92,19 @@ pub fn state_header(fingerprint: &str) -> Vec<u8> {
 /// version, checksum, fingerprint, each with its own [`StateFileError`]. `path` is for messages.
 ///
 /// # Errors
-/// The [`StateFileError`] that describes what is wrong.
+/// [`Error::StateFile`] with [`StateFileError::Truncated`] when `page` is shorter than 4096
+/// bytes, `Foreign` when the magic bytes are not idforge's, `Version` for another format version,
+/// `Corrupt` when the checksum does not match, `PolicyMismatch` when the fingerprint differs
+/// only in its policy, and `Mismatch` when it differs otherwise.
+///
+/// ```
+/// use idforge::shm::{check_header, state_header};
+/// use std::path::Path;
+/// let page = state_header("scheme=a");
+/// assert!(check_header(Path::new("a.state"), &page, "scheme=a").is_ok());
+/// assert!(check_header(Path::new("a.state"), &page, "scheme=b").is_err());
+/// assert!(check_header(Path::new("a.state"), &page[..100], "scheme=a").is_err());
+/// ```
 pub fn check_header(path: &Path, page: &[u8], fingerprint: &str) -> Result<(), Error> {
     let p = || path.display().to_string();
     if page.len() < PAGE {

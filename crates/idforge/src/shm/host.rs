@@ -82,18 +82,45 @@ impl HostStamp {
     /// [`HostStamp::open_fresh`], which starts a new file ahead of their clock.
     ///
     /// # Errors
-    /// Every [`StateFileError`] but `Lost`.
+    /// As [`HostStamp::open_fresh`].
+    ///
+    /// ```
+    /// use idforge::shm::{HostStamp, StateOptions};
+    /// use idforge::{StampCell, Timebase};
+    /// let dir = std::env::temp_dir().join(format!("idforge-doc-open-{}", std::process::id()));
+    /// let tb = Timebase { epoch_ns: 0, tick_ns: 1_000_000, time_bits: 41, counter_bits: 12 };
+    /// let a = HostStamp::open(&StateOptions::new(dir.join("s.state")), "example", &tb)?;
+    /// let b = HostStamp::open(&StateOptions::new(dir.join("s.state")), "example", &tb)?;
+    /// assert!(a.compare_exchange_weak(0, 5).is_ok() || a.compare_exchange_weak(0, 5).is_ok());
+    /// assert_eq!(b.load(), 5); // one stamp for both
+    /// assert!(HostStamp::open(&StateOptions::new(dir.join("s.state")), "another", &tb).is_err());
+    /// # drop((a, b));
+    /// # std::fs::remove_dir_all(dir).ok();
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn open(opts: &StateOptions, fingerprint: &str, tb: &Timebase) -> Result<HostStamp, Error> {
         Self::open_fresh(opts, fingerprint, tb, Duration::ZERO, &|| 0)
     }
 
     /// Opens (creating it if needed) the state file for a generator with this fingerprint and
-    /// time base; a file this call creates starts at `fresh_stamp()` (see [`fresh_stamp`]),
-    /// evaluated only after the file was found missing and `wait` ([`fresh_wait`]) has passed. In durable mode the stamp starts at or
+    /// time base; a file this call creates starts at `fresh_stamp()` (see [`fresh_stamp`](super::fresh_stamp)),
+    /// evaluated only after the file was found missing and `wait` ([`fresh_wait`](super::fresh_wait)) has passed. In durable mode the stamp starts at or
     /// above the persisted ceiling. The file and its directory must be trusted (module docs).
     ///
     /// # Errors
-    /// Every [`StateFileError`] but `Lost`.
+    /// [`Error::InvalidLayout`] when `fingerprint` is longer than 256 bytes. Otherwise
+    /// [`Error::StateFile`] with:
+    /// * [`StateFileError::Io`] when the directory cannot be created or inspected, the file
+    ///   cannot be created, opened, inspected, locked or mapped, another creator has held the
+    ///   directory's lock for 10 s, this process already has 256 state files mapped, or (durable
+    ///   mode) the recovered ceiling cannot be synced;
+    /// * [`StateFileError::Untrusted`] when the directory or the file could be changed by another
+    ///   user (owned by one, or writable by group or others beyond `opts`' shared mode), the
+    ///   directory is a symbolic link owned by another user or not a directory, or the file is a
+    ///   symbolic link or not a regular file;
+    /// * [`StateFileError::Truncated`] when the file is shorter than one page, and the errors of
+    ///   [`check_header`](super::check_header) (`Foreign`, `Version`, `Corrupt`, `Mismatch`,
+    ///   `PolicyMismatch`) when its header is not the one `fingerprint` expects.
     pub fn open_fresh(
         opts: &StateOptions,
         fingerprint: &str,

@@ -91,6 +91,13 @@ pub fn default_state_dir() -> Result<PathBuf, Error> {
 ///
 /// # Errors
 /// As [`default_state_dir`].
+///
+/// ```
+/// use idforge::default_state_path;
+/// if let Ok(path) = default_state_path("snowflake", "", Some(7)) {
+///     assert!(path.ends_with("snowflake-node7.state"));
+/// }
+/// ```
 pub fn default_state_path(
     scheme: &str,
     layout_spec: &str,
