@@ -328,6 +328,25 @@ impl<C: Clock + std::fmt::Debug, S: StampCell> std::fmt::Debug for Generator<C, 
 
 impl Generator<WallClock, ProcessStamp> {
     /// A generator on the wall clock with the scheme's default policy.
+    ///
+    /// # Errors
+    /// As [`with_clock`](Generator::with_clock): for a [`Scheme`](crate::Scheme),
+    /// [`Error::NodeRequired`] when the scheme has a node field and `node` is `None`,
+    /// [`Error::NodeOutOfRange`] when `node` does not fit it, [`Error::InvalidLayout`] when a node
+    /// is given to a scheme without one, [`Error::SingletonTaken`] for `uprotocol-v8` (use
+    /// `schemes::uprotocol_v8::generator()`), and [`Error::EpochInFuture`] when the layout's
+    /// epoch is later than the wall clock.
+    ///
+    /// ```
+    /// use idforge::{Error, Generator, Scheme};
+    /// let g = Generator::new(&Scheme::Snowflake, Some(7))?;
+    /// assert!(g.next()? > 0);
+    /// assert!(matches!(
+    ///     Generator::new(&Scheme::Snowflake, None),
+    ///     Err(Error::NodeRequired { .. })
+    /// ));
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn new(scheme: &impl SchemeSpec, node: Option<u64>) -> Result<Self, Error> {
         Self::with_clock(scheme, node, WallClock, scheme.default_policy())
     }
@@ -337,6 +356,24 @@ impl<C: Clock> Generator<C, ProcessStamp> {
     /// A generator on a given clock (a [`ManualClock`](crate::ManualClock) for tests and
     /// backfills) with a given policy. Its stamp is in-process, in a page a forked child shares,
     /// so parent and child never issue the same id.
+    ///
+    /// # Errors
+    /// [`Error::StateFile`] ([`StateFileError::Io`](crate::StateFileError::Io)) when the shared
+    /// page for the stamp cannot be mapped; [`Error::InvalidLayout`] when the layout's time base
+    /// is unsound (a custom [`Layout`] not checked by [`Layout::validate`]); otherwise as
+    /// [`with_sequencer`](Generator::with_sequencer): the node errors of the scheme's
+    /// [`SchemeSpec::resolve_node`] and [`Error::EpochInFuture`] when the epoch is later than
+    /// `clock`.
+    ///
+    /// ```
+    /// use idforge::{Generator, ManualClock, Policy, Scheme};
+    /// let clock = ManualClock::new(1_700_000_000_000_000_000); // frozen, in Unix ns
+    /// let g = Generator::with_clock(&Scheme::GlobalId, Some(3), clock.clone(), Policy::DEFAULT)?;
+    /// let a = g.next()?;
+    /// clock.advance(1_000_000);
+    /// assert!(g.next()? > a);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn with_clock(
         scheme: &impl SchemeSpec,
         node: Option<u64>,
@@ -355,6 +392,15 @@ impl<C: Clock> Generator<C, HostStamp> {
     /// process of the host that opens the same file, so their ids are unique and ordered together
     /// and a restarted process continues after the last id issued. The file's fingerprint binds
     /// it to this scheme, layout and node.
+    ///
+    /// # Errors
+    /// The node errors of [`SchemeSpec::resolve_node`] (see [`Generator::new`]);
+    /// [`Error::StateFile`] when the state file cannot be used: every
+    /// [`StateFileError`](crate::StateFileError) but `Lost` (`Io` when it cannot be created,
+    /// opened, locked, mapped or synced; `Untrusted` when another user could write it or its
+    /// directory; `Truncated`, `Foreign`, `Version`, `Corrupt` for a damaged or foreign file;
+    /// `Mismatch` and `PolicyMismatch` when it belongs to another scheme, layout, node or
+    /// policy); [`Error::EpochInFuture`] when the layout's epoch is later than `clock`.
     ///
     /// ```
     /// use idforge::{Generator, Scheme, StateOptions, WallClock};
@@ -392,6 +438,20 @@ impl<C: Clock> Generator<C, HostStamp> {
 impl<C: Clock, S: StampCell> Generator<C, S> {
     /// A generator over an existing sequencer (for instance one whose stamp is in shared memory).
     /// The sequencer's time base must be the scheme layout's.
+    ///
+    /// # Errors
+    /// [`Error::InvalidLayout`] when the sequencer's time base is not the layout's; the node
+    /// errors of [`SchemeSpec::resolve_node`] (see [`Generator::new`]);
+    /// [`Error::EpochInFuture`] when the layout's epoch is later than the sequencer's clock.
+    ///
+    /// ```
+    /// use idforge::{Generator, ManualClock, Policy, Scheme, Sequencer};
+    /// let tb = Scheme::Snowflake.layout().timebase();
+    /// let seq = Sequencer::new(ManualClock::new(1_700_000_000_000_000_000), tb, Policy::DEFAULT)?;
+    /// let g = Generator::with_sequencer(&Scheme::Snowflake, Some(1), seq)?;
+    /// assert_eq!(g.layout().decode(g.next()?).node, 1);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn with_sequencer(
         scheme: &impl SchemeSpec,
         node: Option<u64>,
@@ -482,6 +542,24 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
     }
 
     /// The next id (64-bit ids in the low bits).
+    ///
+    /// # Errors
+    /// As [`Sequencer::next`]: [`Error::BeforeEpoch`] when the clock reads a time before the
+    /// layout's epoch; [`Error::TimeOutOfRange`] (naming the scheme) when the time, or the next
+    /// stamp, no longer fits the layout's time field; [`Error::ClockBehind`] when the clock is
+    /// further behind the last id than the policy's `max_lead` and the policy says
+    /// `OnClockBehind::Fail`; and for a host-wide generator [`Error::StateFile`]:
+    /// [`StateFileError::Lost`](crate::StateFileError::Lost) once the state file was truncated,
+    /// deleted, replaced or rewound, `Io` when the durable ceiling cannot be synced. Nothing is
+    /// issued on an error.
+    ///
+    /// ```
+    /// use idforge::{Generator, Scheme};
+    /// let g = Generator::new(&Scheme::Uuid7, None)?;
+    /// let (a, b) = (g.next()?, g.next()?);
+    /// assert!(b > a);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     #[inline]
     pub fn next(&self) -> Result<u128, Error> {
         let stamp = self.seq.next().map_err(|e| self.name_error(e))?;
@@ -489,6 +567,19 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
     }
 
     /// The next id of a 64-bit scheme.
+    ///
+    /// # Errors
+    /// [`Error::UnsupportedFormat`] when the scheme's ids are 128 bits wide (nothing is issued);
+    /// otherwise as [`next`](Self::next).
+    ///
+    /// ```
+    /// use idforge::{Generator, Scheme};
+    /// let g = Generator::new(&Scheme::Snowflake, Some(7))?;
+    /// let id: u64 = g.next_u64()?;
+    /// assert!(id > 0);
+    /// assert!(Generator::new(&Scheme::Uuid7, None)?.next_u64().is_err());
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     #[inline]
     pub fn next_u64(&self) -> Result<u64, Error> {
         if self.layout.bits != 64 {
@@ -502,7 +593,7 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
     }
 
     /// The next id as a typed id `T` ([`UuidId`], [`Id64`], [`Id128`] or [`NanoTs`]), which must
-    /// be the type of the scheme's [family](Scheme::family).
+    /// be the type of the scheme's [family](crate::Scheme::family).
     ///
     /// # Errors
     /// [`Error::WrongIdType`] when the scheme's ids are of another family (nothing is issued);
@@ -609,11 +700,16 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
 
     /// `n` ids taken in one atomic step: consecutive stamps, increasing ids.
     ///
+    /// # Errors
+    /// [`Error::ReserveTooLarge`] when `n` is more than one tick's counter holds
+    /// (`1 << counter_bits`); otherwise as [`next`](Self::next).
+    ///
     /// ```
     /// use idforge::{Generator, Scheme};
-    /// let g = Generator::new(&Scheme::Uuid7, None).unwrap();
-    /// let ids: Vec<u128> = g.reserve(64).unwrap().collect();
+    /// let g = Generator::new(&Scheme::Uuid7, None)?;
+    /// let ids: Vec<u128> = g.reserve(64)?.collect();
     /// assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    /// # Ok::<(), idforge::Error>(())
     /// ```
     pub fn reserve(&self, n: u64) -> Result<Batch<'_, C, S>, Error> {
         let stamps = self.seq.reserve(n).map_err(|e| self.name_error(e))?;
@@ -633,12 +729,17 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
     /// Fills `out` with fresh ids taken in one atomic step per tick's worth (one CAS for up to
     /// `ids_per_tick` ids): the fastest way to take many ids at once.
     ///
+    /// # Errors
+    /// As [`next`](Self::next). On an error, the ids of the chunks taken before it are in
+    /// `out` (issued) and the rest of `out` is unchanged.
+    ///
     /// ```
     /// use idforge::{Generator, Scheme};
-    /// let g = Generator::new(&Scheme::GlobalId, Some(3)).unwrap();
+    /// let g = Generator::new(&Scheme::GlobalId, Some(3))?;
     /// let mut ids = [0u128; 64];
-    /// g.fill(&mut ids).unwrap();
+    /// g.fill(&mut ids)?;
     /// assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    /// # Ok::<(), idforge::Error>(())
     /// ```
     pub fn fill(&self, out: &mut [u128]) -> Result<(), Error> {
         let cap = 1usize << self.counter_bits.min(usize::BITS - 1);
@@ -951,38 +1052,6 @@ mod tests {
         );
         assert!(kinds.contains(&"uuid7:Halves".to_string()), "{kinds:?}");
         assert!(kinds.contains(&"snowflake:Pair64".to_string()), "{kinds:?}");
-    }
-
-    #[test]
-    #[allow(unsafe_code)]
-    fn a_forked_child_draws_other_random_bits_than_its_parent() {
-        let _ = random_u64(RandomSource::Secure); // the parent's generator exists before the fork
-        let mut fds = [0i32; 2];
-        // SAFETY: pipe(2) into a two-element array.
-        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-        // SAFETY: the child draws a number, writes it to the pipe and _exits.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0);
-        if pid == 0 {
-            let v = random_u64(RandomSource::Secure).to_ne_bytes();
-            // SAFETY: writing 8 initialised bytes to our pipe, then leaving at once.
-            unsafe {
-                libc::write(fds[1], v.as_ptr().cast(), 8);
-                libc::_exit(0);
-            }
-        }
-        let parent = random_u64(RandomSource::Secure);
-        let mut buf = [0u8; 8];
-        // SAFETY: reading 8 bytes into a local buffer; waiting for our own child.
-        unsafe {
-            assert_eq!(libc::read(fds[0], buf.as_mut_ptr().cast(), 8), 8);
-            libc::waitpid(pid, std::ptr::null_mut(), 0);
-        }
-        assert_ne!(
-            u64::from_ne_bytes(buf),
-            parent,
-            "child repeated the parent's random bits"
-        );
     }
 
     proptest! {

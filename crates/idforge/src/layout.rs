@@ -167,6 +167,20 @@ impl Layout {
     }
 
     /// Checks that every field fits, nothing overlaps, and the time base is sound.
+    ///
+    /// # Errors
+    /// [`Error::InvalidLayout`] (naming the layout) when the id is not 64 or 128 bits wide, the
+    /// fixed value has bits outside the fixed mask, a field does not fit in the id or overlaps
+    /// another (or the fixed bits), the node field is wider than 64 bits, the time field is
+    /// missing, the counter is wider than 32 bits, or the tick is 0 ns.
+    ///
+    /// ```
+    /// use idforge::{Field, Layout};
+    /// assert!(idforge::Scheme::Snowflake.layout().validate().is_ok());
+    /// let mut l = idforge::Scheme::Snowflake.layout();
+    /// l.counter = Field::at(60, 12); // runs past bit 64
+    /// assert!(l.validate().is_err());
+    /// ```
     pub fn validate(&self) -> Result<(), Error> {
         let bad = |m: String| Err(Error::InvalidLayout(format!("{}: {m}", self.name)));
         if self.bits != 64 && self.bits != 128 {
@@ -223,6 +237,15 @@ impl Layout {
     }
 
     /// Checks that the epoch is not in the future relative to `now_ns`.
+    ///
+    /// # Errors
+    /// [`Error::EpochInFuture`] when the layout's epoch is later than `now_ns`.
+    ///
+    /// ```
+    /// let l = idforge::Scheme::Snowflake.layout(); // epoch 2010-11-04
+    /// assert!(l.check_epoch(1_700_000_000_000_000_000).is_ok());
+    /// assert!(l.check_epoch(0).is_err());
+    /// ```
     pub fn check_epoch(&self, now_ns: u64) -> Result<(), Error> {
         if self.epoch_ns > now_ns {
             return Err(Error::EpochInFuture {
@@ -590,6 +613,21 @@ impl LayoutBuilder {
         self
     }
     /// Validates and returns the layout.
+    ///
+    /// # Errors
+    /// [`Error::InvalidLayout`] as [`Layout::validate`].
+    ///
+    /// ```
+    /// use idforge::{Field, Layout};
+    /// let l = Layout::builder("mine", 64)
+    ///     .node(Field::at(53, 10))
+    ///     .time(Field::at(12, 41))
+    ///     .counter(Field::at(0, 12))
+    ///     .build()?;
+    /// assert_eq!(l.decode(l.encode(5, 1_000, 7, 0)).node, 5);
+    /// assert!(Layout::builder("overlap", 64).time(Field::at(0, 41)).counter(Field::at(0, 12)).build().is_err());
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn build(self) -> Result<Layout, Error> {
         self.layout.validate()?;
         Ok(self.layout)

@@ -35,6 +35,7 @@
 //! | `uuid` | off | conversions between [`UuidId`] (and `LocalityUuid`) and `uuid::Uuid` |
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
+#![warn(clippy::missing_errors_doc, clippy::missing_panics_doc)]
 
 pub mod clock;
 pub mod error;
@@ -45,7 +46,6 @@ pub mod inspect;
 pub mod layout;
 pub mod schemes;
 pub mod sequencer;
-#[allow(unsafe_code)]
 pub mod shm;
 pub mod text;
 pub mod time;

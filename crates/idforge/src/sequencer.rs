@@ -98,6 +98,10 @@ pub trait StampCell: Send + Sync {
     fn load(&self) -> u64;
     /// Replaces `current` by `new` if the cell still holds `current`; otherwise returns what it
     /// holds. May fail spuriously.
+    ///
+    /// # Errors
+    /// `Err` with the value the cell holds when it does not hold `current`, or spuriously (with
+    /// `current`); the cell is then unchanged.
     fn compare_exchange_weak(&self, current: u64, new: u64) -> Result<u64, u64>;
 
     /// The highest stamp that may be issued now: a mark some store has durably reserved (a
@@ -110,6 +114,12 @@ pub trait StampCell: Send + Sync {
 
     /// Durably raises the ceiling to at least `needed` and returns the new ceiling. Called by the
     /// sequencer, outside the hot path, before it issues a stamp above [`StampCell::ceiling`].
+    ///
+    /// # Errors
+    /// Whatever keeps the cell from persisting the ceiling; the sequencer then issues nothing
+    /// and returns the error. The default never fails; `HostStamp` returns
+    /// [`Error::StateFile`] (`Lost` for a file found truncated, deleted, replaced or rewound,
+    /// `Io` when the `msync` fails).
     fn raise_ceiling(&self, needed: u64) -> Result<u64, Error> {
         let _ = needed;
         Ok(u64::MAX)
@@ -118,6 +128,11 @@ pub trait StampCell: Send + Sync {
     /// Called after `stamp` was installed (by a clock reading of `now_ns`) and before it is
     /// returned: a cell whose store can be lost (a state file truncated, deleted or replaced)
     /// refuses it here. The default accepts, and compiles away.
+    ///
+    /// # Errors
+    /// When the stamp must not be returned; the sequencer passes the error on (the stamp stays
+    /// consumed, never issued). `HostStamp` returns [`Error::StateFile`]
+    /// with `Lost` once its file was found truncated, deleted, replaced or rewound.
     #[inline]
     fn check_issued(&self, now_ns: u64, stamp: u64) -> Result<(), Error> {
         let _ = (now_ns, stamp);
@@ -221,6 +236,17 @@ impl Timebase {
     }
 
     /// Checks the widths and the tick unit.
+    ///
+    /// # Errors
+    /// [`Error::InvalidLayout`] when the tick is 0 ns, the counter is wider than 32 bits, or the
+    /// time field has no bits.
+    ///
+    /// ```
+    /// use idforge::Timebase;
+    /// let tb = Timebase { epoch_ns: 0, tick_ns: 1_000_000, time_bits: 41, counter_bits: 12 };
+    /// assert!(tb.validate().is_ok());
+    /// assert!(Timebase { tick_ns: 0, ..tb }.validate().is_err());
+    /// ```
     pub fn validate(&self) -> Result<(), Error> {
         if self.tick_ns == 0 {
             return Err(Error::InvalidLayout(
@@ -325,6 +351,17 @@ impl<C: Clock + std::fmt::Debug, S: StampCell> std::fmt::Debug for Sequencer<C, 
 
 impl<C: Clock> Sequencer<C, AtomicU64> {
     /// A sequencer with an in-process stamp starting at zero.
+    ///
+    /// # Errors
+    /// [`Error::InvalidLayout`] when the time base is unsound (see [`Timebase::validate`]).
+    ///
+    /// ```
+    /// use idforge::{Policy, Sequencer, Timebase, WallClock};
+    /// let tb = Timebase { epoch_ns: 0, tick_ns: 1_000_000, time_bits: 41, counter_bits: 12 };
+    /// let seq = Sequencer::new(WallClock, tb, Policy::DEFAULT)?;
+    /// assert!(seq.next()? > 0);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn new(clock: C, timebase: Timebase, policy: Policy) -> Result<Self, Error> {
         Self::with_cell(clock, AtomicU64::new(0), timebase, policy)
     }
@@ -340,6 +377,17 @@ enum Step {
 
 impl<C: Clock, S: StampCell> Sequencer<C, S> {
     /// A sequencer over a given cell (shared memory, a model-checked atomic, ...).
+    ///
+    /// # Errors
+    /// [`Error::InvalidLayout`] when the time base is unsound (see [`Timebase::validate`]).
+    ///
+    /// ```
+    /// use idforge::{ManualClock, Policy, ProcessStamp, Sequencer, Timebase};
+    /// let tb = Timebase { epoch_ns: 0, tick_ns: 1_000_000, time_bits: 41, counter_bits: 12 };
+    /// let seq = Sequencer::with_cell(ManualClock::new(9_000_000), ProcessStamp::new()?, tb, Policy::DEFAULT)?;
+    /// assert_eq!(seq.next()?, 9 << 12);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn with_cell(clock: C, cell: S, timebase: Timebase, policy: Policy) -> Result<Self, Error> {
         timebase.validate()?;
         let tick = StrengthReducedU64::new(timebase.tick_ns);
@@ -358,6 +406,27 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
     }
 
     /// The next stamp: unique, and greater than every stamp issued before it from this cell.
+    ///
+    /// # Errors
+    /// [`Error::BeforeEpoch`] when the clock reads a time before the epoch;
+    /// [`Error::TimeOutOfRange`] when the clock's tick, or the next stamp, no longer fits the
+    /// time field; [`Error::ClockBehind`] when the clock is further behind the last stamp than
+    /// `max_lead` and the policy says [`OnClockBehind::Fail`]; and whatever the cell's
+    /// [`StampCell::raise_ceiling`] or [`StampCell::check_issued`] returns (a host-wide cell:
+    /// [`Error::StateFile`]). Nothing is issued on an error.
+    ///
+    /// ```
+    /// use idforge::{Error, ManualClock, OnClockBehind, Policy, Sequencer, Timebase};
+    /// let tb = Timebase { epoch_ns: 0, tick_ns: 1_000_000, time_bits: 41, counter_bits: 12 };
+    /// let clock = ManualClock::new(10_000_000_000); // 10 s after the epoch
+    /// let policy = Policy { on_clock_behind: OnClockBehind::Fail, ..Policy::DEFAULT };
+    /// let seq = Sequencer::new(clock.clone(), tb, policy)?;
+    /// let first = seq.next()?;
+    /// assert!(seq.next()? > first);
+    /// clock.set(5_000_000_000); // the clock steps back 5 s, more than max_lead (1 s)
+    /// assert!(matches!(seq.next(), Err(Error::ClockBehind { .. })));
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     #[inline]
     pub fn next(&self) -> Result<u64, Error> {
         self.take(1)
@@ -369,11 +438,17 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
     /// ```
     /// use idforge::{ManualClock, Policy, Sequencer, Timebase};
     /// let tb = Timebase { epoch_ns: 0, tick_ns: 1_000_000, time_bits: 41, counter_bits: 12 };
-    /// let seq = Sequencer::new(ManualClock::new(7_000_000), tb, Policy::DEFAULT).unwrap();
-    /// let batch = seq.reserve(64).unwrap();
+    /// let seq = Sequencer::new(ManualClock::new(7_000_000), tb, Policy::DEFAULT)?;
+    /// let batch = seq.reserve(64)?;
     /// assert_eq!(batch.len, 64);
-    /// assert_eq!(seq.next().unwrap(), batch.start + 64);
+    /// assert_eq!(seq.next()?, batch.start + 64);
+    /// assert!(seq.reserve(5_000).is_err()); // more than one tick's 4096
+    /// # Ok::<(), idforge::Error>(())
     /// ```
+    ///
+    /// # Errors
+    /// [`Error::ReserveTooLarge`] when `n > 1 << counter_bits`; otherwise as
+    /// [`next`](Self::next).
     #[inline]
     pub fn reserve(&self, n: u64) -> Result<StampRange, Error> {
         if n == 0 {

@@ -80,9 +80,15 @@ pub fn digits_for_tick(tick_ns: u64) -> u32 {
 /// Parses RFC 3339 text (`2024-05-01T12:00:00Z`, `2024-05-01T14:00:00.5+02:00`) into Unix
 /// nanoseconds. Times before 1970 are refused: no id layout here can hold them.
 ///
+/// # Errors
+/// [`Error::InvalidTime`] (naming the input and the problem) when the text (trimmed) is not
+/// RFC 3339, or is before 1970-01-01T00:00:00Z or after 2554-07-21T23:34:33Z (the last time a
+/// `u64` of nanoseconds holds).
+///
 /// ```
-/// assert_eq!(idforge::time::parse_rfc3339("1970-01-01T00:00:01.5Z").unwrap(), 1_500_000_000);
+/// assert_eq!(idforge::time::parse_rfc3339("1970-01-01T00:00:01.5Z")?, 1_500_000_000);
 /// assert!(idforge::time::parse_rfc3339("yesterday").is_err());
+/// # Ok::<(), idforge::Error>(())
 /// ```
 pub fn parse_rfc3339(text: &str) -> Result<u64, Error> {
     let ts: jiff::Timestamp = text.trim().parse().map_err(|e| Error::InvalidTime {
@@ -137,8 +143,11 @@ pub mod nanots_text {
 
     /// Parses the text of a value: `YYYY-MM-DDTHH:MM:SS`, an optional fraction of 1 to 9 digits, then
     /// nothing (UTC), `Z`, or an offset `+HH:MM`/`-HH:MM`, which is honoured (the original ignores
-    /// it). Surrounding whitespace is trimmed. Anything else, or a time before 1970 or after
-    /// 2554-07-21T23:34:33.709551615, is [`Error::InvalidTime`] naming the input and the problem.
+    /// it). Surrounding whitespace is trimmed.
+    ///
+    /// # Errors
+    /// [`Error::InvalidTime`] naming the input and the problem for any other text, and for a
+    /// time before 1970 or after 2554-07-21T23:34:33.709551615.
     ///
     /// ```
     /// use idforge::schemes::nanots::parse;
@@ -273,6 +282,11 @@ pub mod nanots_text {
 
     /// A value given either as a decimal integer (`1640700422954100128`) or as text
     /// (`2021-12-28T14:07:02.954100128`, see [`parse`]), for `idforge inspect`.
+    ///
+    /// # Errors
+    /// [`Error::MalformedId`] when the input (trimmed) is empty, is all digits but above
+    /// `u64::MAX`, or is neither digits nor text starting with a 4-digit year and a dash;
+    /// [`Error::InvalidTime`] as [`parse`] for text that starts like a time.
     ///
     /// ```
     /// use idforge::schemes::nanots::decode_text_or_int;

@@ -251,3 +251,22 @@ fn a_forked_child_draws_other_uuid7_random_bits_by_default() {
     };
     assert!(low(&all[0]).is_disjoint(&low(&all[1])));
 }
+
+#[test]
+fn a_forked_child_draws_other_random_bits_with_either_source() {
+    // Each source's per-thread generator exists in the parent before the fork; the child must
+    // reseed (the fork counter of `pthread_atfork`), not repeat the parent's bits.
+    for source in [idforge::RandomSource::Secure, idforge::RandomSource::Fast] {
+        let g = Generator::new(&Scheme::Uuid7, None)
+            .unwrap()
+            .with_random(source);
+        let _ = g.next();
+        let all = in_forked_children(1, |_| (0..100).map(|_| g.next().unwrap()).collect());
+        let low = |v: &Vec<u128>| {
+            v.iter()
+                .map(|id| id & ((1 << 58) - 1))
+                .collect::<HashSet<_>>()
+        };
+        assert!(low(&all[0]).is_disjoint(&low(&all[1])), "{source:?}");
+    }
+}

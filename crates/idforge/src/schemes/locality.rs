@@ -247,6 +247,10 @@ pub const fn mac_fragment(mac: [u8; 6]) -> u32 {
 
 /// Parses a MAC address: six bytes of two hex digits each, separated by `:` or `-`.
 ///
+/// # Errors
+/// [`Error::InvalidMac`] when the text (trimmed) does not have six groups, or a group is not two
+/// hex digits.
+///
 /// ```
 /// use idforge::schemes::locality::parse_mac;
 /// assert_eq!(parse_mac("02:42:AC:11:00:02")?, [0x02, 0x42, 0xac, 0x11, 0x00, 0x02]);
@@ -338,7 +342,10 @@ impl LocalityUuid {
         Self(u128::from_be_bytes(bytes))
     }
 
-    /// The UUID of a byte slice, which must be exactly 16 bytes ([`Error::ByteLength`] otherwise).
+    /// The UUID of a byte slice, which must be exactly 16 bytes.
+    ///
+    /// # Errors
+    /// [`Error::ByteLength`] when the slice is not 16 bytes long.
     ///
     /// ```
     /// use idforge::schemes::locality::LocalityUuid;
@@ -362,6 +369,10 @@ impl LocalityUuid {
     /// Builds the id a generator in `mode` writes for these fields.
     ///
     /// Refuses a MAC fragment wider than 28 bits and a time past the 48-bit field (the year 10889).
+    ///
+    /// # Errors
+    /// [`Error::MacFragmentOutOfRange`] when `mac_fragment > 0xfffffff`;
+    /// [`Error::TimeOutOfRange`] when `unix_ms` does not fit in 48 bits.
     ///
     /// ```
     /// use idforge::schemes::locality::{CounterMode, LocalityUuid};
@@ -431,30 +442,56 @@ impl LocalityUuid {
     /// The counter as variable mode wrote it (nibbles least significant first): the default mode,
     /// and the article's reading. For a sequential-mode id use
     /// [`counter_sequential`](Self::counter_sequential); the id cannot tell which it is.
+    ///
+    /// # Errors
+    /// [`Error::WrongVersion`] when the UUID's version nibble is not `b` (not a Locality UUID).
+    ///
+    /// ```
+    /// use idforge::schemes::locality::LocalityUuid;
+    /// let id: LocalityUuid = "20be0ffc-314a-bd53-7a50-013a65ca76d2".parse()?;
+    /// assert_eq!(id.counter_reversed()?, 0xCFF0_EB02);
+    /// assert_eq!(id.counter_sequential()?, 0x20BE_0FFC);
+    /// assert_eq!(id.pid()?, 12_618);
+    /// assert_eq!(id.mac()?, 0xd53_7a50);
+    /// assert_eq!(id.unix_ms()?, 1_350_327_498_450);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn counter_reversed(self) -> Result<u32, Error> {
         self.check()?;
         Ok(reverse_nibbles((self.0 >> 96) as u32))
     }
 
     /// The counter as sequential mode wrote it: the first 8 hex characters, big-endian.
+    ///
+    /// # Errors
+    /// [`Error::WrongVersion`] when the UUID's version nibble is not `b` (not a Locality UUID).
     pub fn counter_sequential(self) -> Result<u32, Error> {
         self.check()?;
         Ok((self.0 >> 96) as u32)
     }
 
     /// The process id field (the generating pid modulo 65,536, or the one set explicitly).
+    ///
+    /// # Errors
+    /// [`Error::WrongVersion`] when the UUID's version nibble is not `b` (not a Locality UUID).
     pub fn pid(self) -> Result<u16, Error> {
         self.check()?;
         Ok((self.0 >> 80) as u16)
     }
 
     /// The 28-bit MAC fragment; `format!("{:07x}", ...)` writes it as the article does (`d537a50`).
+    ///
+    /// # Errors
+    /// [`Error::WrongVersion`] when the UUID's version nibble is not `b` (not a Locality UUID).
     pub fn mac(self) -> Result<u32, Error> {
         self.check()?;
         Ok(((self.0 >> 48) as u32) & MAX_MAC_FRAGMENT)
     }
 
     /// Milliseconds since the Unix epoch, UTC.
+    ///
+    /// # Errors
+    /// [`Error::WrongVersion`] when the UUID's version nibble is not `b` (not a Locality UUID).
     pub fn unix_ms(self) -> Result<u64, Error> {
         self.check()?;
         Ok((self.0 & MS_MASK) as u64)
@@ -904,6 +941,21 @@ impl<C: Clock> LocalityBuilder<C> {
     }
 
     /// The generator; refuses a pid above 65,535 or a MAC fragment wider than 28 bits.
+    ///
+    /// # Errors
+    /// [`Error::PidOutOfRange`] when the pid set is above 65,535;
+    /// [`Error::MacFragmentOutOfRange`] when the MAC fragment set is wider than 28 bits;
+    /// [`Error::StateFile`] ([`StateFileError::Io`](crate::StateFileError::Io)) when the shared
+    /// page for the counter cannot be mapped.
+    ///
+    /// ```
+    /// use idforge::schemes::locality::LocalityGenerator;
+    /// let g = LocalityGenerator::builder().pid(4_242).mac_fragment(0xabc_def0).build()?;
+    /// let id = g.next();
+    /// assert_eq!((id.pid()?, id.mac()?), (4_242, 0xabc_def0));
+    /// assert!(LocalityGenerator::builder().pid(70_000).build().is_err());
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn build(self) -> Result<LocalityGenerator<C>, Error> {
         let pid = match self.pid {
             None => default_pid(),

@@ -71,9 +71,13 @@ impl Scheme {
 
     /// A preset by name (`custom` needs a layout: build `Scheme::Custom` directly).
     ///
+    /// # Errors
+    /// [`Error::UnknownScheme`] when `name` is not a preset's name (`custom` included).
+    ///
     /// ```
-    /// assert_eq!(idforge::Scheme::from_name("global-id").unwrap(), idforge::Scheme::GlobalId);
+    /// assert_eq!(idforge::Scheme::from_name("global-id")?, idforge::Scheme::GlobalId);
     /// assert!(idforge::Scheme::from_name("uuid9").is_err());
+    /// # Ok::<(), idforge::Error>(())
     /// ```
     pub fn from_name(name: &str) -> Result<Scheme, Error> {
         Scheme::PRESETS
@@ -162,6 +166,23 @@ impl Scheme {
 
     /// Checks a caller's node id against the layout: required where the scheme has a node field
     /// (never a silent random node), refused where it has none.
+    ///
+    /// # Errors
+    /// [`Error::NodeRequired`] when the scheme has a node field and `node` is `None`;
+    /// [`Error::NodeOutOfRange`] when `node` does not fit the node field (for `nanots`, its 5-bit
+    /// tag, which is optional); [`Error::InvalidLayout`] when a node is given to a scheme without
+    /// a node field; [`Error::SingletonTaken`] for `uprotocol-v8`, whose generator is a
+    /// process-wide singleton (`schemes::uprotocol_v8::generator()`).
+    ///
+    /// ```
+    /// use idforge::Scheme;
+    /// assert_eq!(Scheme::Snowflake.resolve_node(Some(7))?, 7);
+    /// assert!(Scheme::Snowflake.resolve_node(None).is_err());
+    /// assert!(Scheme::Snowflake.resolve_node(Some(1 << 10)).is_err());
+    /// assert_eq!(Scheme::Uuid7.resolve_node(None)?, 0);
+    /// assert!(Scheme::Uuid7.resolve_node(Some(1)).is_err());
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn resolve_node(&self, node: Option<u64>) -> Result<u64, Error> {
         if *self == Scheme::UProtocolV8 {
             return Err(Error::SingletonTaken("uprotocol-v8"));

@@ -157,9 +157,21 @@ pub struct HostDigits {
 
 impl HostDigits {
     /// A host id `host` in the last `digits` decimal digits. `digits` is 2 (hosts 0 to 99, 100 ns
-    /// resolution) or 3 (hosts 0 to 999, 1 µs); anything else is [`Error::InvalidLayout`]. A host
-    /// id that does not fit is [`Error::NodeOutOfRange`]: unlike the original, it is not reduced
-    /// modulo `10^digits`, since two hosts would then share an id.
+    /// resolution) or 3 (hosts 0 to 999, 1 µs). Unlike the original, a host id that does not fit
+    /// is not reduced modulo `10^digits`, since two hosts would then share an id.
+    ///
+    /// # Errors
+    /// [`Error::InvalidLayout`] when `digits` is not 2 or 3; [`Error::NodeOutOfRange`] when
+    /// `host >= 10^digits`.
+    ///
+    /// ```
+    /// use idforge::schemes::nanots::HostDigits;
+    /// let h = HostDigits::new(28, 2)?;
+    /// assert_eq!((h.host(), h.digits()), (28, 2));
+    /// assert!(HostDigits::new(100, 2).is_err());
+    /// assert!(HostDigits::new(1, 4).is_err());
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn new(host: u64, digits: u32) -> Result<Self, Error> {
         if !(2..=3).contains(&digits) {
             return Err(Error::InvalidLayout(format!(
@@ -266,6 +278,20 @@ impl<C: Clock + std::fmt::Debug, S: StampCell> std::fmt::Debug for HostGenerator
 
 impl HostGenerator {
     /// A generator on the wall clock with an in-process stamp and [`POLICY`].
+    ///
+    /// # Errors
+    /// As [`HostDigits::new`] ([`Error::InvalidLayout`] for `digits` other than 2 or 3,
+    /// [`Error::NodeOutOfRange`] for a host id that does not fit them); [`Error::StateFile`]
+    /// ([`StateFileError::Io`](crate::StateFileError::Io)) when the shared page for the stamp
+    /// cannot be mapped.
+    ///
+    /// ```
+    /// use idforge::schemes::nanots::HostGenerator;
+    /// let g = HostGenerator::new(7, 3)?;
+    /// assert_eq!(g.next()? % 1_000, 7);
+    /// assert!(HostGenerator::new(1_000, 3).is_err());
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn new(host: u64, digits: u32) -> Result<HostGenerator, Error> {
         HostGenerator::with_clock(host, digits, WallClock, POLICY)
     }
@@ -273,6 +299,17 @@ impl HostGenerator {
 
 impl<C: Clock> HostGenerator<C> {
     /// A generator on a given clock and policy with an in-process stamp.
+    ///
+    /// # Errors
+    /// As [`HostGenerator::new`].
+    ///
+    /// ```
+    /// use idforge::schemes::nanots::{HostGenerator, POLICY};
+    /// use idforge::ManualClock;
+    /// let g = HostGenerator::with_clock(42, 2, ManualClock::new(1_700_000_000_000_000_000), POLICY)?;
+    /// assert_eq!(g.next()?, 1_700_000_000_000_000_042);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn with_clock(
         host: u64,
         digits: u32,
@@ -319,7 +356,20 @@ impl<C: Clock, S: StampCell> HostGenerator<C, S> {
     }
 
     /// A generator over a given sequencer (a shared-memory cell, a model-checked atomic, ...),
-    /// whose time base must be `host.timebase()` ([`Error::InvalidLayout`] otherwise).
+    /// whose time base must be `host.timebase()`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidLayout`] when the sequencer's time base is not `host.timebase()`.
+    ///
+    /// ```
+    /// use idforge::schemes::nanots::{HostDigits, HostGenerator, POLICY};
+    /// use idforge::{ManualClock, Sequencer};
+    /// let host = HostDigits::new(5, 2)?;
+    /// let seq = Sequencer::new(ManualClock::new(1_700_000_000_000_000_000), host.timebase(), POLICY)?;
+    /// let g = HostGenerator::with_sequencer(host, seq)?;
+    /// assert_eq!(g.next()? % 100, 5);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn with_sequencer(host: HostDigits, seq: Sequencer<C, S>) -> Result<Self, Error> {
         if *seq.timebase() != host.timebase() {
             return Err(Error::InvalidLayout(format!(
@@ -334,6 +384,22 @@ impl<C: Clock, S: StampCell> HostGenerator<C, S> {
 
     /// The next value: unique, greater than every value issued before it from this sequencer's
     /// cell, and `≡ host (mod 10^digits)`.
+    ///
+    /// # Errors
+    /// As [`Sequencer::next`]: [`Error::TimeOutOfRange`] past the year the time base ends in,
+    /// [`Error::ClockBehind`] when the clock stepped back by more than the policy's `max_lead`
+    /// (with `OnClockBehind::Fail`, as [`POLICY`] has), and for a host-wide generator
+    /// [`Error::StateFile`] (`Lost` once the state file was truncated, deleted, replaced or
+    /// rewound; `Io` when a durable ceiling cannot be synced).
+    ///
+    /// ```
+    /// use idforge::schemes::nanots::HostGenerator;
+    /// let g = HostGenerator::new(28, 2)?;
+    /// let a = g.next()?;
+    /// assert!(g.next()? > a);
+    /// assert_eq!(a % 100, 28);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     #[inline]
     pub fn next(&self) -> Result<u64, Error> {
         // The time base keeps every stamp at most `max_stamp`, so `encode` cannot wrap.

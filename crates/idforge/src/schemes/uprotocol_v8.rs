@@ -65,12 +65,37 @@ pub(crate) fn new_builder() -> Generator {
 }
 
 /// The process-wide builder.
+///
+/// # Panics
+/// On first use, if one page of shared memory for its stamp cannot be mapped (the system is out
+/// of memory or of mappings).
+///
+/// ```
+/// let g = idforge::schemes::uprotocol_v8::generator();
+/// assert!(std::ptr::eq(g, idforge::schemes::uprotocol_v8::generator())); // one per process
+/// ```
 pub fn generator() -> &'static Generator {
     static BUILDER: OnceLock<Generator> = OnceLock::new();
     BUILDER.get_or_init(new_builder)
 }
 
 /// The next id from the process-wide builder.
+///
+/// # Errors
+/// As [`Generator::next`]: [`Error::TimeOutOfRange`] past the 48-bit millisecond field (the year
+/// 10889), [`Error::ClockBehind`] when the wall clock stepped back by more than the default
+/// policy's `max_lead` (1 s).
+///
+/// # Panics
+/// As [`generator`], on first use.
+///
+/// ```
+/// let a = idforge::schemes::uprotocol_v8::next()?;
+/// let b = idforge::schemes::uprotocol_v8::next()?;
+/// assert!(b > a);
+/// assert_eq!(a as u64 & ((1 << 62) - 1), idforge::schemes::uprotocol_v8::rand_b());
+/// # Ok::<(), idforge::Error>(())
+/// ```
 pub fn next() -> Result<u128, Error> {
     generator().next()
 }

@@ -49,12 +49,31 @@ pub fn layout() -> Layout {
 }
 
 /// A monotonic UUIDv7 from the process-wide generator.
+///
+/// # Errors
+/// [`Error::StateFile`] ([`StateFileError::Io`](crate::StateFileError::Io)) on first use when the
+/// generator's shared page cannot be mapped (the system is out of memory or of mappings; a later
+/// call tries again); otherwise as [`Generator::next`]: [`Error::TimeOutOfRange`] past the
+/// 48-bit millisecond field (the year 10889), [`Error::ClockBehind`] when the wall clock stepped
+/// back by more than the default policy's `max_lead` (1 s).
+///
+/// ```
+/// use idforge::text::{encode, Format};
+/// let (a, b) = (idforge::uuid7()?, idforge::uuid7()?);
+/// assert!(b > a);
+/// assert_eq!(encode(a, 128, Format::Uuid).as_str().as_bytes()[14], b'7'); // the version
+/// # Ok::<(), idforge::Error>(())
+/// ```
 pub fn uuid7() -> Result<u128, Error> {
     static GEN: OnceLock<Generator> = OnceLock::new();
-    let g = GEN.get_or_init(|| {
-        Generator::new(&Scheme::Uuid7, None)
-            .unwrap_or_else(|e| unreachable!("the uuid7 preset builds on the wall clock: {e}"))
-    });
+    let g = match GEN.get() {
+        Some(g) => g,
+        // Racing first calls may each build one; only the generator stored issues ids.
+        None => {
+            let g = Generator::new(&Scheme::Uuid7, None)?;
+            GEN.get_or_init(|| g)
+        }
+    };
     g.next()
 }
 

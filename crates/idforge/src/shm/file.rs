@@ -1,0 +1,150 @@
+//! The state file on disk: who may control it, the lock its creators hold on its directory, and
+//! its atomic creation.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+use std::time::Duration;
+
+use super::header::{state_header, OFF_STAMP};
+use super::paths::StateOptions;
+use super::{io_err, sys};
+use crate::error::{Error, StateFileError};
+
+/// The lock a state file's creators hold on its directory; released on drop.
+pub(super) struct DirectoryLock {
+    _dir: File,
+}
+
+/// Takes the directory's exclusive `flock`, waiting up to 10 s for another creator.
+pub(super) fn lock_directory(dir: &Path) -> Result<DirectoryLock, Error> {
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(dir)
+        .map_err(|e| io_err(dir, "open the directory of", e))?;
+    let start = std::time::Instant::now();
+    while !sys::flock(&f, libc::LOCK_EX | libc::LOCK_NB) {
+        if start.elapsed() > Duration::from_secs(10) {
+            return Err(Error::StateFile(StateFileError::Io {
+                path: dir.display().to_string(),
+                action: "lock the directory of",
+                reason: "another process has been creating a state file there for 10 s (stopped?); find it with `fuser` or `lsof` on the directory".into(),
+            }));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Ok(DirectoryLock { _dir: f })
+}
+
+/// Refuses a state file or directory that someone else could change (see the module docs).
+pub(super) fn check_trusted(
+    what: &'static str,
+    path: &Path,
+    meta: &fs::Metadata,
+    opts: &StateOptions,
+) -> Result<(), Error> {
+    let me = sys::euid();
+    let mode = meta.mode() & 0o7777;
+    let untrusted = |problem: String, fix: String| {
+        Err(Error::StateFile(StateFileError::Untrusted {
+            what,
+            path: path.display().to_string(),
+            problem,
+            fix,
+        }))
+    };
+    let is_dir = what == "directory";
+    // Write access granted to group and others beyond what an explicit shared mode allows.
+    let allowed = if opts.shared { opts.mode & 0o022 } else { 0 };
+    let mut extra_write = mode & 0o022 & !allowed;
+    if is_dir && mode & 0o1000 != 0 {
+        // Sticky: others may add names but not rename or delete ours; the file check decides.
+        extra_write = 0;
+    }
+    // Another owner is accepted only when the user shares the file on purpose with a mode that
+    // lets group or others write (a private mode such as 600 keeps the owner check).
+    let shares_write = opts.shared && opts.mode & 0o022 != 0;
+    let owner_ok = meta.uid() == me || (is_dir && meta.uid() == 0) || shares_write;
+    if !owner_ok {
+        return untrusted(
+            format!(
+                "owned by user id {} (this process runs as {me})",
+                meta.uid()
+            ),
+            if is_dir {
+                "Use a directory of your own (`StateOptions::path`, or IDFORGE_STATE_DIR)".into()
+            } else {
+                "Use your own file (`StateOptions::path`); to share one file between users on purpose, give it a group-writable mode and open it with that mode (`StateOptions::shared_mode`, e.g. 660)".into()
+            },
+        );
+    }
+    if extra_write != 0 {
+        return untrusted(
+            format!(
+                "writable by {} (mode {mode:o})",
+                match (extra_write & 0o020 != 0, extra_write & 0o002 != 0) {
+                    (true, true) => "its group and others",
+                    (true, false) => "its group",
+                    _ => "others",
+                }
+            ),
+            format!(
+                "Run `chmod go-w {}`, or, to share it on purpose, open it with a mode that allows it (`StateOptions::shared_mode`, e.g. 660)",
+                path.display()
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// Creates the state file at `path` atomically: a complete header (with `fresh_stamp`), synced
+/// in a temporary file of `dir`, then hard-linked to `path` (a file created there first wins).
+pub(super) fn create(
+    dir: &Path,
+    path: &Path,
+    mode: u32,
+    fingerprint: &str,
+    fresh_stamp: u64,
+) -> Result<(), Error> {
+    let tmp = dir.join(format!(
+        ".{}.{}.{:x}.tmp",
+        path.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default(),
+        std::process::id(),
+        rand::random::<u64>()
+    ));
+    let mut page = state_header(fingerprint);
+    page[OFF_STAMP..OFF_STAMP + 8].copy_from_slice(&fresh_stamp.to_ne_bytes());
+    let result = (|| {
+        let mut f: File = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&tmp)
+            .map_err(|e| io_err(path, "create", e))?;
+        // The mode asked for, not narrowed by the umask (a group-shared file must be group-writable).
+        f.set_permissions(fs::Permissions::from_mode(mode))
+            .map_err(|e| io_err(path, "set the mode of", e))?;
+        f.write_all(&page).map_err(|e| io_err(path, "write", e))?;
+        f.sync_all().map_err(|e| io_err(path, "sync", e))?;
+        match fs::hard_link(&tmp, path) {
+            Ok(()) => {}
+            // Another process created it first: use theirs.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(io_err(path, "create (link)", e)),
+        }
+        // Make the new name itself durable: sync the directory.
+        OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| io_err(path, "sync the directory of", e))
+    })();
+    let _ = fs::remove_file(&tmp);
+    result
+}

@@ -1,0 +1,115 @@
+//! Where state files are: [`StateOptions`] and the default state directory and paths.
+
+use std::path::PathBuf;
+
+use super::header::fnv1a;
+use super::sys;
+use crate::error::{Error, StateFileError};
+
+/// Where the boot id is read (Linux).
+pub const BOOT_ID_PATH: &str = "/proc/sys/kernel/random/boot_id";
+
+/// How to open a [`HostStamp`](super::HostStamp).
+#[derive(Debug, Clone)]
+pub struct StateOptions {
+    /// The state file.
+    pub path: PathBuf,
+    /// Permission bits of a newly created file (default `0o600`).
+    pub mode: u32,
+    /// The mode was asked for explicitly to share the file with a group or others: a file and
+    /// directory writable as far as `mode` allows, by any owner, are then accepted (see
+    /// [`StateOptions::shared_mode`]).
+    pub shared: bool,
+    /// Durable mode: persist a ceiling before issuing past it.
+    pub durable: bool,
+    /// Where the boot id is read (default [`BOOT_ID_PATH`]); an unreadable one means the boot
+    /// cannot be identified, and durable mode then recovers to the persisted mark on every open.
+    pub boot_id_path: PathBuf,
+}
+
+impl StateOptions {
+    /// Options for `path`, mode `0600`, not durable.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        StateOptions {
+            path: path.into(),
+            mode: 0o600,
+            shared: false,
+            durable: false,
+            boot_id_path: PathBuf::from(BOOT_ID_PATH),
+        }
+    }
+
+    /// Share the file explicitly: new files get `mode` (for instance `0o660` for a group), and an
+    /// existing file or directory writable by group or others, or owned by another user, is
+    /// accepted as far as `mode` grants that access. Everyone who can write the file can make
+    /// every process using it issue duplicates: share only with whom you trust.
+    pub fn shared_mode(mut self, mode: u32) -> Self {
+        self.mode = mode & 0o7777;
+        self.shared = true;
+        self
+    }
+}
+
+/// The home directory of the effective user from the password database (not `$HOME`, which
+/// differs between shells, `sudo` and services).
+fn passwd_home() -> Option<PathBuf> {
+    let dir = sys::passwd_home()?;
+    (!dir.is_empty() && dir != "/").then(|| PathBuf::from(dir))
+}
+
+/// The default directory for state files: `$IDFORGE_STATE_DIR` if set, else
+/// `<home>/.local/state/idforge` with the home directory of the effective user from the password
+/// database (`$HOME` only if the user has no entry there).
+///
+/// The per-shell variables `XDG_STATE_HOME` and `HOME` are deliberately not followed: two shells of
+/// one user with different values would otherwise use two state files for one scheme and node,
+/// and their ids would collide. There is no fallback to a shared temporary directory (another
+/// user could create it first): without a home directory this is
+/// [`StateFileError::NoDefaultDir`].
+///
+/// # Errors
+/// [`StateFileError::NoDefaultDir`] when neither the variable nor a home directory is available.
+pub fn default_state_dir() -> Result<PathBuf, Error> {
+    if let Some(d) = std::env::var_os("IDFORGE_STATE_DIR").filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(d));
+    }
+    let home = passwd_home().or_else(|| {
+        std::env::var_os("HOME")
+            .filter(|v| !v.is_empty() && v != "/")
+            .map(PathBuf::from)
+    });
+    match home {
+        Some(h) => Ok(h.join(".local/state/idforge")),
+        None => Err(Error::StateFile(StateFileError::NoDefaultDir {
+            reason: "the current user has no home directory".into(),
+        })),
+    }
+}
+
+/// The default state file of a scheme and node: `<default_state_dir>/<scheme>[-node<N>].state`
+/// (custom layouts add a hash of their spec, so two layouts never share a file).
+///
+/// # Errors
+/// As [`default_state_dir`].
+///
+/// ```
+/// use idforge::default_state_path;
+/// if let Ok(path) = default_state_path("snowflake", "", Some(7)) {
+///     assert!(path.ends_with("snowflake-node7.state"));
+/// }
+/// ```
+pub fn default_state_path(
+    scheme: &str,
+    layout_spec: &str,
+    node: Option<u64>,
+) -> Result<PathBuf, Error> {
+    let mut name = scheme.to_string();
+    if scheme == "custom" {
+        name.push_str(&format!("-{:016x}", fnv1a(&[layout_spec.as_bytes()])));
+    }
+    if let Some(n) = node {
+        name.push_str(&format!("-node{n}"));
+    }
+    name.push_str(".state");
+    Ok(default_state_dir()?.join(name))
+}

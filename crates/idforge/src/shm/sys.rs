@@ -1,0 +1,329 @@
+//! The system calls behind the stamp cells, each behind a safe function or type: idforge's only
+//! `unsafe` code. Every `unsafe` block states, in its `// SAFETY:` comment, the invariant that
+//! makes it sound; the rest of `shm` (and of the crate) is safe code under `#![deny(unsafe_code)]`.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::PAGE;
+
+/// One page seen as atomic words: the only view of mapped memory this crate hands out.
+pub(super) type Words = [AtomicU64; PAGE / 8];
+
+// `Words` covers the page exactly and has the alignment of `u64`, which a page start satisfies.
+const _: () = assert!(std::mem::size_of::<Words>() == PAGE);
+const _: () = assert!(std::mem::align_of::<Words>() <= PAGE);
+
+static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn after_fork_in_child() {
+    // Async-signal-safe: one atomic add.
+    FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Registers (once per process) a `pthread_atfork` handler that counts forks in the child.
+pub(crate) fn watch_forks() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: registers a child handler that only performs an atomic add (async-signal-safe,
+        // as a handler run in the child of a multithreaded process must be); the function lives
+        // for the whole program.
+        unsafe {
+            libc::pthread_atfork(None, None, Some(after_fork_in_child));
+        }
+    });
+}
+
+/// How many forks led to this process (0 in the original process).
+#[inline]
+pub(crate) fn fork_generation() -> u64 {
+    FORK_GENERATION.load(Ordering::Relaxed)
+}
+
+/// The home directory of the effective user in the password database, as stored there.
+pub(super) fn passwd_home() -> Option<OsString> {
+    use std::ffi::CStr;
+    use std::os::unix::ffi::OsStrExt;
+    let mut buf = vec![0u8; 16 * 1024];
+    // SAFETY: `passwd` is plain old data (integers and raw pointers): all zeros is a valid value.
+    let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut result: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: getpwuid_r writes only into `pw` and into `buf` (whose length we pass), and sets
+    // `result` to `&pw` on success; geteuid has no preconditions.
+    let rc = unsafe {
+        libc::getpwuid_r(
+            libc::geteuid(),
+            &mut pw,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            &mut result,
+        )
+    };
+    if rc != 0 || result.is_null() || pw.pw_dir.is_null() {
+        return None;
+    }
+    // SAFETY: on success pw_dir is a NUL-terminated string inside `buf`, which is alive here;
+    // the bytes are copied out before `buf` is dropped.
+    let dir = unsafe { CStr::from_ptr(pw.pw_dir) };
+    Some(std::ffi::OsStr::from_bytes(dir.to_bytes()).to_os_string())
+}
+
+/// Whether the process `pid` exists (it may belong to another user). `false` for `pid <= 0`,
+/// which `kill` would take for a process group.
+pub(super) fn process_exists(pid: libc::pid_t) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: kill with signal 0 sends nothing to a single process (pid > 0); it only checks
+    // that the process exists. No memory is passed.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// `flock(2)` on a file; whether it was granted.
+pub(super) fn flock(file: &File, op: libc::c_int) -> bool {
+    // SAFETY: flock on a file descriptor this `File` owns (open for the call); no memory is
+    // passed.
+    unsafe { libc::flock(file.as_raw_fd(), op) == 0 }
+}
+
+/// The effective user id.
+pub(super) fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// One page of `MAP_SHARED | MAP_ANONYMOUS` memory, all zeros at first, seen as atomic words.
+pub(super) struct SharedPage {
+    page: NonNull<Words>,
+}
+
+// SAFETY: the page is only reachable as `&Words` (atomics, which are Send + Sync); it is unmapped
+// only in Drop, which has exclusive access.
+unsafe impl Send for SharedPage {}
+// SAFETY: as above: shared access is atomic only.
+unsafe impl Sync for SharedPage {}
+
+impl SharedPage {
+    /// Maps a new page.
+    pub(super) fn new() -> std::io::Result<SharedPage> {
+        // SAFETY: an anonymous shared mapping of one page with no address hint has no
+        // preconditions and touches no existing memory; the result is checked against MAP_FAILED
+        // before use.
+        let page = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                PAGE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if page == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        let page = NonNull::new(page.cast::<Words>()).ok_or(std::io::ErrorKind::Other)?;
+        Ok(SharedPage { page })
+    }
+
+    /// The page's words.
+    #[inline]
+    pub(super) fn words(&self) -> &Words {
+        // SAFETY: the pointer is a live, page-aligned, readable and writable mapping of PAGE
+        // bytes (the size and alignment of `Words`, checked at compile time), zero-filled (a
+        // valid `AtomicU64`); it stays mapped until Drop, which cannot run while `&self` is
+        // borrowed; this process accesses it only through these atomics (shared with forked
+        // children, which do the same).
+        unsafe { self.page.as_ref() }
+    }
+}
+
+impl Drop for SharedPage {
+    fn drop(&mut self) {
+        // SAFETY: `page` came from a successful mmap of PAGE bytes and is unmapped exactly once;
+        // no reference into it outlives `self`.
+        unsafe {
+            libc::munmap(self.page.as_ptr().cast(), PAGE);
+        }
+    }
+}
+
+/// Why a state file could not be mapped.
+#[cfg(feature = "host-wide")]
+pub(super) enum MapError {
+    /// `mmap` failed.
+    Map(std::io::Error),
+    /// Every `SIGBUS` guard slot is taken ([`guard::SLOTS`] state files are mapped already).
+    NoGuardSlot,
+}
+
+/// The first page of a state file, mapped shared and read-write, seen as atomic words and
+/// guarded against `SIGBUS`: a truncation of the file while it is mapped replaces the page with a
+/// private zero page and sets [`StateMap::lost`] instead of killing the process.
+#[cfg(feature = "host-wide")]
+pub(super) struct StateMap {
+    map: memmap2::MmapRaw,
+    guard: usize,
+}
+
+#[cfg(feature = "host-wide")]
+impl StateMap {
+    /// Maps the first page of `file` (open read-write) and guards it. A file shorter than a
+    /// page may be mapped: touching the missing part is caught by the guard ([`StateMap::lost`]).
+    pub(super) fn new(file: &File) -> Result<StateMap, MapError> {
+        let map = memmap2::MmapOptions::new()
+            .len(PAGE)
+            .map_raw(file)
+            .map_err(MapError::Map)?;
+        let guard = guard::register(map.as_ptr() as usize).ok_or(MapError::NoGuardSlot)?;
+        Ok(StateMap { map, guard })
+    }
+
+    /// The page's words.
+    #[inline]
+    pub(super) fn words(&self) -> &Words {
+        // SAFETY: the mapping starts at offset 0 of the file, so it is page-aligned, and it is
+        // PAGE bytes long, readable and writable (the size and alignment of `Words`); it stays
+        // mapped until `self` is dropped, which cannot happen while `&self` is borrowed. Any bit
+        // pattern is a valid `AtomicU64`. This process never makes a non-atomic reference into
+        // it; other processes update the words with atomics as well. (A file rewritten with
+        // write(2) meanwhile changes bytes under our atomics; aligned 8-byte loads and stores
+        // are single accesses on every supported target, and the checks in `host.rs` notice.)
+        // Touching a page past the end of a truncated file raises SIGBUS, which the guard
+        // registered in `new` (and released in Drop, before the unmap) turns into a zero page.
+        unsafe { &*self.map.as_ptr().cast::<Words>() }
+    }
+
+    /// Whether the page was lost (the file was truncated under it and the guard replaced it).
+    #[inline]
+    pub(super) fn lost(&self) -> bool {
+        guard::LOST[self.guard].load(Ordering::Acquire)
+    }
+
+    /// Writes the page to disk (`msync`).
+    pub(super) fn sync(&self) -> std::io::Result<()> {
+        self.map.flush_range(0, PAGE)
+    }
+}
+
+#[cfg(feature = "host-wide")]
+impl Drop for StateMap {
+    fn drop(&mut self) {
+        // Before the mapping goes (when `map` drops, after this).
+        guard::unregister(self.guard);
+    }
+}
+
+/// The `SIGBUS` guard of state file mappings (see the module docs of `shm`).
+#[cfg(feature = "host-wide")]
+mod guard {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    use super::PAGE;
+
+    /// Mappings that can be guarded at once.
+    pub(in crate::shm) const SLOTS: usize = 256;
+    /// Base address of each guarded page (0: free slot).
+    static BASES: [AtomicUsize; SLOTS] = [const { AtomicUsize::new(0) }; SLOTS];
+    /// Set by the handler when it replaced a slot's page.
+    pub(super) static LOST: [AtomicBool; SLOTS] = [const { AtomicBool::new(false) }; SLOTS];
+    /// The action that was installed before ours (a leaked `sigaction`).
+    static PREVIOUS: AtomicUsize = AtomicUsize::new(0);
+
+    extern "C" fn on_sigbus(
+        _sig: libc::c_int,
+        info: *mut libc::siginfo_t,
+        _ctx: *mut libc::c_void,
+    ) {
+        // Only async-signal-safe work here: atomics, mmap, sigaction.
+        // SAFETY: the kernel passes a valid siginfo to a SA_SIGINFO handler of SIGBUS.
+        let addr = unsafe { (*info).si_addr() } as usize;
+        for i in 0..SLOTS {
+            let base = BASES[i].load(Ordering::Acquire);
+            if base != 0 && addr >= base && addr < base + PAGE {
+                LOST[i].store(true, Ordering::SeqCst);
+                // SAFETY: `base` is the page of a live `StateMap` (registered after its mmap,
+                // unregistered before its munmap; the faulting access comes from a borrow of
+                // it). A private zero page replaces it, so the faulting access is retried on
+                // memory that exists; nothing in Rust holds a non-atomic view of the page. Ids
+                // from it are refused because LOST is set first.
+                let p = unsafe {
+                    libc::mmap(
+                        base as *mut libc::c_void,
+                        PAGE,
+                        libc::PROT_READ | libc::PROT_WRITE,
+                        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED,
+                        -1,
+                        0,
+                    )
+                };
+                if p != libc::MAP_FAILED {
+                    return;
+                }
+                break;
+            }
+        }
+        // Not ours (or the replacement failed): restore the previous action and return; the
+        // access faults again and is handled as it would have been without idforge.
+        let prev = PREVIOUS.load(Ordering::Acquire) as *const libc::sigaction;
+        // SAFETY: PREVIOUS points to a leaked, initialised sigaction (set before our handler was
+        // installed), or is null; an all-zero sigaction with SIG_DFL restores the default action.
+        unsafe {
+            if prev.is_null() {
+                let mut dfl: libc::sigaction = std::mem::zeroed();
+                dfl.sa_sigaction = libc::SIG_DFL;
+                libc::sigaction(libc::SIGBUS, &dfl, std::ptr::null_mut());
+            } else {
+                libc::sigaction(libc::SIGBUS, prev, std::ptr::null_mut());
+            }
+        }
+    }
+
+    fn install() {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            // SAFETY: `sigaction` is plain old data (all zeros is valid); the previous action is
+            // written into a leaked box that lives for the rest of the program, and our action
+            // is filled in before it is installed. The handler only does async-signal-safe work.
+            unsafe {
+                let prev: &'static mut libc::sigaction = Box::leak(Box::new(std::mem::zeroed()));
+                if libc::sigaction(libc::SIGBUS, std::ptr::null(), prev) != 0 {
+                    return;
+                }
+                PREVIOUS.store(prev as *const libc::sigaction as usize, Ordering::Release);
+                let mut act: libc::sigaction = std::mem::zeroed();
+                act.sa_sigaction = on_sigbus as *const () as usize;
+                act.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+                libc::sigemptyset(&mut act.sa_mask);
+                libc::sigaction(libc::SIGBUS, &act, std::ptr::null_mut());
+            }
+        });
+    }
+
+    /// Guards the page at `base` (of a live mapping that unregisters before it is unmapped);
+    /// the slot index, or `None` if every slot is taken.
+    pub(super) fn register(base: usize) -> Option<usize> {
+        install();
+        for i in 0..SLOTS {
+            if BASES[i]
+                .compare_exchange(0, base, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                LOST[i].store(false, Ordering::SeqCst);
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    pub(super) fn unregister(slot: usize) {
+        BASES[slot].store(0, Ordering::Release);
+    }
+}
+
+#[cfg(feature = "host-wide")]
+pub(super) use guard::SLOTS as GUARD_SLOTS;
