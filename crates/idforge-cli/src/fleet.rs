@@ -9,6 +9,7 @@ use crate::usage;
 
 /// Where to lease the node id.
 #[derive(Debug, Clone)]
+#[cfg_attr(not(feature = "etcd"), allow(dead_code))]
 pub struct FleetPlan {
     endpoints: Vec<String>,
     namespace: String,

@@ -36,7 +36,7 @@ struct Cli {
 enum Command {
     /// Generate ids, one per line.
     #[command(after_help = GEN_HELP)]
-    Gen(gen::GenArgs),
+    Gen(Box<gen::GenArgs>),
     /// Decode ids into their parts (time, node, counter, version).
     #[command(after_help = INSPECT_HELP)]
     Inspect(inspect::InspectArgs),
@@ -107,7 +107,7 @@ fn main() -> ExitCode {
         return ExitCode::from(5);
     }
     let result = match cli.command {
-        Command::Gen(a) => gen::run(a),
+        Command::Gen(a) => gen::run(*a),
         Command::Inspect(a) => inspect::run(a),
         Command::Schemes { json } => schemes::schemes(json),
         Command::Fleet { etcd, namespace } => fleet::status(&etcd, &namespace),
