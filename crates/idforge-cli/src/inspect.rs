@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::Args;
 use idforge::inspect::inspect_as;
 use idforge::schemes::catalog::Kind;
-use idforge::text::{self, Format};
+use idforge::text::Format;
 use idforge::Decoded;
 
 use crate::usage;
@@ -137,72 +137,9 @@ fn clip_input(s: &str) -> String {
     }
 }
 
-/// Whether a number is exact as a JSON number in every reader (doubles hold integers to 2^53).
-fn json_safe(n: u128) -> bool {
-    n <= (1u128 << 53)
-}
-
+/// The JSON of `inspect --json`: the service's `/v1/inspect` gives the same.
 fn to_json(d: &Decoded) -> serde_json::Value {
-    use serde_json::{json, Map, Value};
-    let mut m = Map::new();
-    m.insert("id".into(), json!(d.input));
-    m.insert("scheme".into(), json!(d.scheme));
-    m.insert(
-        "value".into(),
-        json!(text::encode(d.value, d.bits, Format::Dec).to_string()),
-    );
-    m.insert("unix_ms".into(), json!(d.unix_ms() as u64));
-    m.insert("unix_ns".into(), json!(d.unix_ns as u64));
-    m.insert("time".into(), json!(d.time));
-    let num = |n: u128| -> Value {
-        if json_safe(n) {
-            json!(n as u64)
-        } else {
-            json!(n.to_string())
-        }
-    };
-    if let Some(node) = d.node {
-        if d.scheme == "uprotocol-v8" {
-            m.insert("rand_b".into(), json!(format!("{node:016x}")));
-        } else if d.scheme == "nanots-host" {
-            m.insert("host".into(), num(node));
-        } else if d.scheme == "nanots" {
-            m.insert("tag".into(), num(node));
-        } else {
-            m.insert("node".into(), num(node));
-        }
-    }
-    if let Some(c) = d.counter {
-        m.insert("counter".into(), num(c));
-    }
-    if let Some(pid) = d.pid {
-        m.insert("pid".into(), json!(pid));
-    }
-    if let Some(mac) = &d.mac {
-        m.insert("mac".into(), json!(mac));
-    }
-    if let Some(r) = d.random {
-        m.insert("random".into(), json!(format!("{r:x}")));
-    }
-    if let Some(r) = d.rand_a {
-        m.insert("rand_a".into(), json!(format!("{r:03x}")));
-    }
-    if let Some(r) = d.rand_b {
-        m.insert("rand_b".into(), json!(format!("{r:016x}")));
-    }
-    if let Some(v) = d.version {
-        m.insert("version".into(), json!(v));
-    }
-    if let Some(v) = d.variant {
-        m.insert("variant".into(), json!(format!("0b{v:02b}")));
-    }
-    if !d.layouts.is_empty() {
-        m.insert("layouts".into(), json!(d.layouts));
-    }
-    if let Some(h) = d.hint() {
-        m.insert("hint".into(), json!(crate::failure::flagify(&h)));
-    }
-    Value::Object(m)
+    idforge_serve::json::decoded(d, crate::failure::flagify)
 }
 
 fn to_line(d: &Decoded) -> String {
