@@ -146,16 +146,16 @@ impl App {
             .collect()
     }
 
-    fn find(&self, name: &str) -> Result<usize, Response> {
+    fn find(&self, name: &str) -> Result<usize, ApiError> {
         let kind = resolve(name, self.config.layout.as_deref())
-            .map_err(|e| error(StatusCode::BAD_REQUEST, &format!("{e:#}")))?;
+            .map_err(|e| fail(StatusCode::BAD_REQUEST, query_words(&format!("{e:#}"))))?;
         self.schemes
             .iter()
             .position(|s| s.gen.kind() == &kind)
             .ok_or_else(|| {
-                error(
+                fail(
                     StatusCode::BAD_REQUEST,
-                    &format!(
+                    format!(
                         "{} is not served here; served: {} (see /v1/schemes for the catalog)",
                         kind.name(),
                         self.scheme_names().join(", ")
@@ -279,6 +279,34 @@ fn error(status: StatusCode, msg: &str) -> Response {
         .into_response()
 }
 
+/// An error answer: a status and a message, sent as `{"error": message}` (401 adds
+/// `WWW-Authenticate: Bearer`).
+#[derive(Debug)]
+struct ApiError {
+    status: StatusCode,
+    msg: String,
+}
+
+fn fail(status: StatusCode, msg: impl Into<String>) -> ApiError {
+    ApiError {
+        status,
+        msg: msg.into(),
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut r = error(self.status, &self.msg);
+        if self.status == StatusCode::UNAUTHORIZED {
+            r.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"idforge\""),
+            );
+        }
+        r
+    }
+}
+
 /// A 200 response with a JSON body.
 fn json_ok(v: &serde_json::Value) -> Response {
     (
@@ -315,8 +343,8 @@ async fn guarded(app: &Arc<App>, req: Request, next: Next) -> Response {
         );
     }
     if !app.config.tokens.is_empty() && req.uri().path() != "/healthz" {
-        if let Err(res) = authorize(&app.config.tokens, req.headers()) {
-            return res;
+        if let Err(e) = authorize(&app.config.tokens, req.headers()) {
+            return e.into_response();
         }
     }
     // A task of its own, so a panic is a 500 here and not a dropped connection.
@@ -373,15 +401,8 @@ async fn json_errors(res: Response) -> Response {
 }
 
 /// Checks the bearer token: 401 without one, 403 with a wrong one.
-fn authorize(tokens: &[String], headers: &HeaderMap) -> Result<(), Response> {
-    let unauthorized = |msg: &str| {
-        let mut r = error(StatusCode::UNAUTHORIZED, msg);
-        r.headers_mut().insert(
-            header::WWW_AUTHENTICATE,
-            HeaderValue::from_static("Bearer realm=\"idforge\""),
-        );
-        r
-    };
+fn authorize(tokens: &[String], headers: &HeaderMap) -> Result<(), ApiError> {
+    let unauthorized = |msg: &str| fail(StatusCode::UNAUTHORIZED, msg);
     let Some(value) = headers.get(header::AUTHORIZATION) else {
         return Err(unauthorized(
             "this service needs a bearer token: send `Authorization: Bearer TOKEN`",
@@ -404,7 +425,7 @@ fn authorize(tokens: &[String], headers: &HeaderMap) -> Result<(), Response> {
     if any {
         Ok(())
     } else {
-        Err(error(
+        Err(fail(
             StatusCode::FORBIDDEN,
             "the bearer token is not one of this service's tokens",
         ))
@@ -436,12 +457,12 @@ async fn not_found(req: Request) -> Response {
 type Params = Result<Query<HashMap<String, String>>, axum::extract::rejection::QueryRejection>;
 
 /// The query parameters, refusing any not in `known`.
-fn params(q: Params, known: &[&str]) -> Result<HashMap<String, String>, Response> {
-    let Query(map) = q.map_err(|e| error(StatusCode::BAD_REQUEST, &e.body_text()))?;
+fn params(q: Params, known: &[&str]) -> Result<HashMap<String, String>, ApiError> {
+    let Query(map) = q.map_err(|e| fail(StatusCode::BAD_REQUEST, e.body_text()))?;
     if let Some(k) = map.keys().find(|k| !known.contains(&k.as_str())) {
-        return Err(error(
+        return Err(fail(
             StatusCode::BAD_REQUEST,
-            &format!(
+            format!(
                 "unknown parameter {k:?}: this route takes {}",
                 known.join(", ")
             ),
@@ -459,7 +480,7 @@ enum Body3 {
 }
 
 /// The best representation the `Accept` header allows (JSON without one).
-fn negotiate(headers: &HeaderMap) -> Result<Body3, Response> {
+fn negotiate(headers: &HeaderMap) -> Result<Body3, ApiError> {
     let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
         return Ok(Body3::Json);
     };
@@ -483,9 +504,9 @@ fn negotiate(headers: &HeaderMap) -> Result<Body3, Response> {
     }
     ranges.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     ranges.first().map(|r| r.2).ok_or_else(|| {
-        error(
+        fail(
             StatusCode::NOT_ACCEPTABLE,
-            &format!("cannot answer in {accept:?}: accept application/json, text/plain or application/octet-stream"),
+            format!("cannot answer in {accept:?}: accept application/json, text/plain or application/octet-stream"),
         )
     })
 }
@@ -508,9 +529,9 @@ async fn ids(
     query: Params,
     headers: HeaderMap,
 ) -> Response {
-    match ids_inner(app, scheme, query, headers).await {
-        Ok(r) | Err(r) => r,
-    }
+    ids_inner(app, scheme, query, headers)
+        .await
+        .unwrap_or_else(IntoResponse::into_response)
 }
 
 async fn ids_inner(
@@ -518,30 +539,31 @@ async fn ids_inner(
     scheme: Result<Path<String>, axum::extract::rejection::PathRejection>,
     query: Params,
     headers: HeaderMap,
-) -> Result<Response, Response> {
-    let Path(scheme) = scheme.map_err(|e| error(StatusCode::BAD_REQUEST, &e.body_text()))?;
+) -> Result<Response, ApiError> {
+    let Path(scheme) = scheme.map_err(|e| fail(StatusCode::BAD_REQUEST, e.body_text()))?;
     let p = params(query, &["count", "format"])?;
     let i = app.find(&scheme)?;
     let max = app.config.max_count;
-    let count =
-        match p.get("count") {
-            None => 1,
-            Some(c) => match c.trim().parse::<u64>() {
-                Ok(n) if (1..=max).contains(&n) => n,
-                _ => return Err(error(
+    let count = match p.get("count") {
+        None => 1,
+        Some(c) => match c.trim().parse::<u64>() {
+            Ok(n) if (1..=max).contains(&n) => n,
+            _ => {
+                return Err(fail(
                     StatusCode::BAD_REQUEST,
-                    &format!(
+                    format!(
                         "count {c:?} is not a number from 1 to {max} (the service's --max-count)"
                     ),
-                )),
-            },
-        };
+                ))
+            }
+        },
+    };
     let body = negotiate(&headers)?;
     let s = &app.schemes[i];
     let format = s
         .gen
         .text_format(p.get("format").map(String::as_str))
-        .map_err(|e| error(StatusCode::BAD_REQUEST, &query_words(&e.to_string())))?;
+        .map_err(|e| fail(StatusCode::BAD_REQUEST, query_words(&e.to_string())))?;
     // The sequencer may sleep until the next tick when one runs out: off the async workers.
     let worker = app.clone();
     let made = tokio::task::spawn_blocking(move || {
@@ -551,7 +573,7 @@ async fn ids_inner(
     })
     .await
     .map_err(|_| {
-        error(
+        fail(
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal error: id generation panicked (a bug: please report it)",
         )
@@ -562,9 +584,9 @@ async fn ids_inner(
             if matches!(e, idforge::Error::StateFile(_)) {
                 *s.broken.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
             }
-            return Err(error(
+            return Err(fail(
                 refusal(&e),
-                &format!("{} refused to issue: {e}", s.gen.name()),
+                format!("{} refused to issue: {e}", s.gen.name()),
             ));
         }
     };
@@ -618,9 +640,13 @@ async fn ids_inner(
         }))
 }
 
-/// A library message in the service's words: ``format `hex` `` as `format=hex`.
+/// A library message in the service's words: ``format `hex` `` as `format=hex`, the command
+/// that lists the schemes as the route that does.
 fn query_words(msg: &str) -> String {
-    let mut s = msg.to_string();
+    let mut s = msg.replace(
+        "run `idforge schemes` for the list",
+        "see /v1/schemes for the list",
+    );
     for word in ["format", "scheme"] {
         let pat = format!("{word} `");
         while let Some(i) = s.find(&pat) {
@@ -641,10 +667,10 @@ async fn inspect(
     id: Result<Path<String>, axum::extract::rejection::PathRejection>,
     query: Params,
 ) -> Response {
-    let res = (|| -> Result<Response, Response> {
-        let Path(id) = id.map_err(|e| error(StatusCode::BAD_REQUEST, &e.body_text()))?;
+    let res = (|| -> Result<Response, ApiError> {
+        let Path(id) = id.map_err(|e| fail(StatusCode::BAD_REQUEST, e.body_text()))?;
         let p = params(query, &["scheme", "layout", "format", "host_digits"])?;
-        let bad = |m: String| error(StatusCode::BAD_REQUEST, &query_words(&m));
+        let bad = |m: String| fail(StatusCode::BAD_REQUEST, query_words(&m));
         let kind = match (p.get("scheme"), p.get("layout")) {
             (Some(name), layout) => Some(
                 Kind::from_name(name, layout.map(String::as_str))
@@ -681,9 +707,7 @@ async fn inspect(
             inspect_as(&id, kind.as_ref(), format, host_digits).map_err(|e| bad(e.to_string()))?;
         Ok(json_ok(&json::decoded(&d, query_words)))
     })();
-    match res {
-        Ok(r) | Err(r) => r,
-    }
+    res.unwrap_or_else(IntoResponse::into_response)
 }
 
 async fn schemes() -> Response {

@@ -151,6 +151,10 @@ fn bad_requests_get_json_errors_with_a_fitting_status() {
         e.error()
     );
 
+    let e = get(s.addr, "/v1/ids/banana", &[]);
+    assert_eq!(e.status, 400);
+    assert!(e.error().contains("see /v1/schemes"), "{}", e.error());
+
     let e = get(s.addr, "/v1/ids/sonyflake", &[]);
     assert_eq!(e.status, 400);
     assert!(e.error().contains("not served here"), "{}", e.error());
