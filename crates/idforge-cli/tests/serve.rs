@@ -102,20 +102,37 @@ fn values(ids: Vec<String>) -> Vec<u64> {
 }
 
 #[test]
-fn sigterm_finishes_and_exits_zero() {
+fn sigterm_finishes_the_requests_in_flight_and_exits_zero() {
     let d = TempDir::new("term");
     let mut c = cmd(&d.0);
-    c.args(["--listen", "127.0.0.1:0", "--schemes", "snowflake"]);
+    c.args([
+        "--listen",
+        "127.0.0.1:0",
+        "--schemes",
+        "snowflake,sonyflake",
+    ]);
     let mut p = spawn(c);
     assert_eq!(get(p.addr, "/v1/ids/snowflake?count=3", &[]).ids().len(), 3);
+    // Sonyflake issues 256 ids per 10 ms: 20000 take about 0.8 s, so this one is in flight
+    // when the signal comes.
+    let addr = p.addr;
+    let slow = std::thread::spawn(move || get(addr, "/v1/ids/sonyflake?count=20000", &[]));
+    std::thread::sleep(Duration::from_millis(200));
     // SAFETY: kill sends a signal to our own child.
     let rc = unsafe { libc::kill(p.child.id() as libc::pid_t, libc::SIGTERM) };
     assert_eq!(rc, 0);
+    let r = slow.join().unwrap();
+    assert_eq!(r.ids().len(), 20000, "the request in flight was finished");
     let status = p.child.wait().unwrap();
     assert_eq!(status.code(), Some(0), "{}", p.stderr.lock().unwrap());
     std::thread::sleep(Duration::from_millis(50));
     let log = p.stderr.lock().unwrap().clone();
-    assert!(log.contains("shutting down"), "{log}");
+    assert!(
+        log.contains("shutting down") && log.contains("stopped"),
+        "{log}"
+    );
+    // No new connections once it stopped.
+    assert!(std::net::TcpStream::connect(addr).is_err());
 }
 
 #[test]
