@@ -818,6 +818,54 @@ mod tests {
     }
 
     #[test]
+    fn a_panicking_handler_is_a_json_500_not_a_dropped_connection() {
+        use std::io::{Read, Write};
+        let app = App::open(Config {
+            schemes: Some(vec!["uuid7".into()]),
+            in_process: true,
+            ..Config::default()
+        })
+        .unwrap();
+        let boom = Router::new()
+            .route(
+                "/boom",
+                get(|| async {
+                    if std::hint::black_box(true) {
+                        panic!("a bug in a handler");
+                    }
+                    "unreachable"
+                }),
+            )
+            .layer(middleware::from_fn_with_state(app.clone(), guard))
+            .with_state(app.clone());
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let listener = rt
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        rt.spawn(async move { axum::serve(listener, boom).await });
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.write_all(b"GET /boom HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        assert!(out.starts_with("HTTP/1.1 500"), "{out}");
+        assert!(
+            out.contains("{\"error\":\"internal error: the request handler panicked"),
+            "{out}"
+        );
+        assert!(app
+            .metrics
+            .render(std::iter::empty(), true)
+            .contains("route=\"/boom\",status=\"500\"} 1"));
+        rt.shutdown_background();
+    }
+
+    #[test]
     fn library_words_become_query_words() {
         assert_eq!(
             query_words("name the scheme (scheme `uuid7` or scheme `uprotocol`)"),
