@@ -311,6 +311,42 @@ fn schemes_health_readiness_metrics_and_openapi() {
         let probe = path.replace("{scheme}", "snowflake").replace("{id}", "0");
         assert_ne!(get(s.addr, &probe, &[]).status, 404, "{probe}");
     }
+    // The bodies have the fields the document gives them.
+    let props = |name: &str| -> HashSet<String> {
+        api["components"]["schemas"][name]["properties"]
+            .as_object()
+            .unwrap_or_else(|| panic!("no schema {name}"))
+            .keys()
+            .cloned()
+            .collect()
+    };
+    let keys = |v: &serde_json::Value| -> HashSet<String> {
+        v.as_object().unwrap().keys().cloned().collect()
+    };
+    let ids = get(s.addr, "/v1/ids/snowflake", &[]).json();
+    assert_eq!(keys(&ids), props("Ids"));
+    for f in list.as_array().unwrap() {
+        assert_eq!(keys(f), props("Scheme"), "{f}");
+    }
+    let error = get(s.addr, "/v1/ids/nope", &[]).json();
+    assert_eq!(keys(&error), props("Error"));
+    assert_eq!(keys(&get(s.addr, "/healthz", &[]).json()), props("Status"));
+    let snowflake = ids["ids"][0].as_str().unwrap().to_string();
+    for path in [
+        format!("/v1/inspect/{snowflake}?scheme=snowflake"),
+        "/v1/inspect/017f22e2-79b0-7cc3-98c4-dc0c0c07398f".into(),
+        "/v1/inspect/017f22e2-79b0-7cc3-98c4-dc0c0c07398f?scheme=uuid7".into(),
+        "/v1/inspect/2021-12-28T14:07:02.954100128?scheme=nanots-host".into(),
+        "/v1/inspect/20be0ffc-314a-bd53-7a50-013a65ca76d2".into(),
+    ] {
+        let r = get(s.addr, &path, &[]);
+        assert_eq!(r.status, 200, "{path}: {}", r.text());
+        let extra: Vec<String> = keys(&r.json())
+            .difference(&props("Decoded"))
+            .cloned()
+            .collect();
+        assert!(extra.is_empty(), "{path}: {extra:?} not in the document");
+    }
 }
 
 #[test]
