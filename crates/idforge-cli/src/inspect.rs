@@ -137,17 +137,9 @@ fn clip_input(s: &str) -> String {
     }
 }
 
-/// The JSON object of `idforge inspect --json`: the library's serialisation of [`Decoded`], with
-/// the hint in the command line's words.
+/// The JSON of `inspect --json`: the service's `/v1/inspect` gives the same.
 fn to_json(d: &Decoded) -> serde_json::Value {
-    let mut v =
-        serde_json::to_value(d).unwrap_or_else(|e| serde_json::json!({"error": e.to_string()}));
-    if let Some(h) = v.get_mut("hint") {
-        if let Some(text) = h.as_str() {
-            *h = serde_json::Value::String(crate::failure::flagify(text));
-        }
-    }
-    v
+    idforge_serve::json::decoded(d, crate::failure::flagify)
 }
 
 fn to_line(d: &Decoded) -> String {

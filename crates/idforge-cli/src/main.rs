@@ -11,6 +11,7 @@ mod gen;
 mod inspect;
 mod output;
 mod schemes;
+mod serve;
 mod stdout;
 mod torture;
 
@@ -65,6 +66,10 @@ enum Command {
     /// Run everything at once for a bounded time (processes killed and restarted on a shared
     /// state file, forks, oversubscribed threads, clock jumps) and print one summary.
     Torture(torture::TortureArgs),
+    /// Serve ids over HTTP (see docs/SERVICE.md): GET /v1/ids/SCHEME?count=N, /v1/inspect/ID,
+    /// /v1/schemes, /healthz, /readyz, /metrics, /openapi.json.
+    #[command(after_help = idforge_serve::ENVIRONMENT)]
+    Serve(serve::ServeArgs),
     /// Internal: one fork round of `torture`.
     #[command(hide = true)]
     TortureFork {
@@ -124,6 +129,7 @@ fn main() -> ExitCode {
             .render(&mut std::io::stdout())
             .map(|()| ExitCode::SUCCESS)
             .map_err(Into::into),
+        Command::Serve(a) => serve::run(a),
         Command::Torture(a) => torture::run(a),
         Command::TortureFork { count, out, scheme } => torture::fork_child(&out, count, scheme),
     };

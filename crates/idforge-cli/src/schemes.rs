@@ -11,23 +11,7 @@ pub fn schemes(json: bool) -> anyhow::Result<ExitCode> {
     let mut out = io::stdout().lock();
     let all = catalog::facts();
     if json {
-        let list: Vec<serde_json::Value> = all
-            .iter()
-            .map(|f| {
-                serde_json::json!({
-                    "name": f.name,
-                    "bits": f.bits,
-                    "ids_per_tick": f.ids_per_tick.to_string(),
-                    "ids_per_second": f.ids_per_second,
-                    "nodes": f.nodes.map(|n| n.to_string()),
-                    "end_year": f.end_year,
-                    "tick_ns": f.tick_ns,
-                    "epoch": f.epoch,
-                    "layout": f.diagram,
-                    "summary": f.summary,
-                })
-            })
-            .collect();
+        let list = idforge_serve::json::schemes();
         writeln!(out, "{}", serde_json::to_string_pretty(&list)?)?;
         return Ok(ExitCode::SUCCESS);
     }

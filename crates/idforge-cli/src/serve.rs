@@ -1,0 +1,72 @@
+//! `idforge serve`: the HTTP id service. This module only turns flags into the service's
+//! settings; the service is the `idforge-serve` crate.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use idforge_serve::Settings;
+
+/// Settings come from flags, then the environment (IDFORGE_*), then the --config file, then the
+/// defaults: the first that sets a value wins.
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// A TOML file of settings (keys: listen, schemes, node, host, layout, in_process,
+    /// max_count, timeout_ms, tokens_file), below flags and environment variables.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Address to listen on [default: 127.0.0.1:7470]. Beyond loopback, set bearer tokens.
+    #[arg(long, value_name = "IP:PORT")]
+    listen: Option<String>,
+    /// The schemes to serve, comma separated [default: every scheme of the catalog; custom
+    /// only with --layout].
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    schemes: Option<Vec<String>>,
+    /// Node id of the schemes with a node field [default: 0]. Every server issuing the same
+    /// scheme needs its own node id (or shares one host's state files).
+    #[arg(long)]
+    node: Option<u64>,
+    /// nanots-host: this host's id, 0-99 [default: 0].
+    #[arg(long)]
+    host: Option<u64>,
+    /// Layout of the custom scheme (see `idforge gen --help`); custom is served only with one.
+    #[arg(long)]
+    layout: Option<String>,
+    /// Keep the stamps in this process instead of the host-wide state files. Without state
+    /// files two servers on one host, or a restarted server, can issue the same ids.
+    #[arg(long)]
+    in_process: bool,
+    /// Largest `count` of one request [default: 100000].
+    #[arg(long, value_name = "N")]
+    max_count: Option<u64>,
+    /// Request timeout in milliseconds [default: 10000].
+    #[arg(long, value_name = "MS")]
+    timeout_ms: Option<u64>,
+    /// Bearer tokens, one per line (# starts a comment). With tokens, every route but /healthz
+    /// needs `Authorization: Bearer TOKEN`.
+    #[arg(long, value_name = "FILE")]
+    tokens_file: Option<PathBuf>,
+}
+
+/// Runs `idforge serve` until SIGTERM or SIGINT.
+pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
+    let flags = Settings {
+        listen: a.listen,
+        schemes: a.schemes,
+        node: a.node,
+        host: a.host,
+        layout: a.layout,
+        in_process: a.in_process.then_some(true),
+        max_count: a.max_count,
+        timeout_ms: a.timeout_ms,
+        tokens_file: a.tokens_file,
+        tokens: None,
+    };
+    let file = match &a.config {
+        Some(path) => Settings::from_file(path)?,
+        None => Settings::default(),
+    };
+    let config = flags.or(Settings::from_env()?).or(file).finish()?;
+    idforge_serve::run_blocking(config)?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,290 @@
+//! The service's configuration, in layers: flags over environment variables over a TOML file
+//! over defaults. Each layer is a [`Settings`] (every field optional); [`Settings::or`] puts one
+//! over another and [`Settings::finish`] fills in the defaults and checks the result.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use serde::Deserialize;
+
+/// The default address: loopback only, so a service started by hand is not reachable from
+/// other machines until it is told to be.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7470";
+/// The default largest `count` of one request.
+pub const DEFAULT_MAX_COUNT: u64 = 100_000;
+/// The default request timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest request target (path and query) accepted, in bytes; longer ones get 414.
+pub const MAX_URI_BYTES: usize = 2048;
+
+/// The environment variables the service reads, with what each sets.
+pub const ENVIRONMENT: &str = "Environment (below flags, above the --config file):
+  IDFORGE_LISTEN       address to listen on (--listen)
+  IDFORGE_SCHEMES      schemes to serve, comma separated (--schemes)
+  IDFORGE_NODE         node id of schemes with a node field (--node)
+  IDFORGE_HOST         nanots-host's host id (--host)
+  IDFORGE_LAYOUT       layout of the custom scheme, which is served only with one (--layout)
+  IDFORGE_IN_PROCESS   1/true: keep stamps in the process, not in state files (--in-process)
+  IDFORGE_MAX_COUNT    largest count of one request (--max-count)
+  IDFORGE_TIMEOUT_MS   request timeout in milliseconds (--timeout-ms)
+  IDFORGE_TOKENS_FILE  bearer tokens, one per line (--tokens-file)
+  IDFORGE_TOKENS       more bearer tokens, comma separated (added to the file's)
+  IDFORGE_STATE_DIR    directory of the host-wide state files (default ~/.local/state/idforge)";
+
+/// One layer of settings: each field is set or left to the layer below.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// The address to listen on.
+    pub listen: Option<String>,
+    /// The schemes to serve (default: every scheme of the catalog; custom only with a layout).
+    pub schemes: Option<Vec<String>>,
+    /// The node id of schemes with a node field (default 0).
+    pub node: Option<u64>,
+    /// nanots-host's host id (default 0).
+    pub host: Option<u64>,
+    /// The custom scheme's layout.
+    pub layout: Option<String>,
+    /// Keep stamps in the process instead of host-wide state files.
+    pub in_process: Option<bool>,
+    /// The largest count of one request.
+    pub max_count: Option<u64>,
+    /// The request timeout in milliseconds.
+    pub timeout_ms: Option<u64>,
+    /// A file of bearer tokens, one per line.
+    pub tokens_file: Option<PathBuf>,
+    /// Bearer tokens given directly (IDFORGE_TOKENS; not read from the TOML file, which should
+    /// name a tokens file instead).
+    #[serde(skip)]
+    pub tokens: Option<Vec<String>>,
+}
+
+/// The service's configuration, complete.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The address to listen on.
+    pub listen: SocketAddr,
+    /// The schemes to serve, by name (`None`: every scheme of the catalog).
+    pub schemes: Option<Vec<String>>,
+    /// The node id of schemes with a node field.
+    pub node: u64,
+    /// nanots-host's host id.
+    pub host: u64,
+    /// The custom scheme's layout; custom is served only with one.
+    pub layout: Option<String>,
+    /// Keep stamps in the process instead of host-wide state files.
+    pub in_process: bool,
+    /// The largest count of one request.
+    pub max_count: u64,
+    /// The request timeout.
+    pub timeout: Duration,
+    /// Bearer tokens; empty: no authentication.
+    pub tokens: Vec<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Settings::default()
+            .finish()
+            .expect("the defaults are valid")
+    }
+}
+
+impl Settings {
+    /// `self` over `lower`: each field from `self` where set, else from `lower`.
+    pub fn or(self, lower: Settings) -> Settings {
+        Settings {
+            listen: self.listen.or(lower.listen),
+            schemes: self.schemes.or(lower.schemes),
+            node: self.node.or(lower.node),
+            host: self.host.or(lower.host),
+            layout: self.layout.or(lower.layout),
+            in_process: self.in_process.or(lower.in_process),
+            max_count: self.max_count.or(lower.max_count),
+            timeout_ms: self.timeout_ms.or(lower.timeout_ms),
+            tokens_file: self.tokens_file.or(lower.tokens_file),
+            tokens: self.tokens.or(lower.tokens),
+        }
+    }
+
+    /// The settings of a TOML file (keys as the fields of [`Settings`]: `listen`, `schemes`,
+    /// `node`, `host`, `layout`, `in_process`, `max_count`, `timeout_ms`, `tokens_file`).
+    ///
+    /// # Errors
+    /// A file that cannot be read, is not TOML, or has an unknown key.
+    pub fn from_file(path: &Path) -> anyhow::Result<Settings> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the config file {}", path.display()))?;
+        Settings::from_toml(&text).with_context(|| format!("config file {}", path.display()))
+    }
+
+    /// The settings of TOML text.
+    ///
+    /// # Errors
+    /// Text that is not TOML or has an unknown key.
+    pub fn from_toml(text: &str) -> anyhow::Result<Settings> {
+        Ok(toml::from_str(text)?)
+    }
+
+    /// The settings of the environment variables in [`ENVIRONMENT`].
+    ///
+    /// # Errors
+    /// A variable that is set to a value of the wrong kind.
+    pub fn from_env() -> anyhow::Result<Settings> {
+        Settings::from_vars(|k| std::env::var(k).ok())
+    }
+
+    /// The settings of variables looked up by `var` (for tests: [`Settings::from_env`]).
+    ///
+    /// # Errors
+    /// As [`Settings::from_env`].
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> anyhow::Result<Settings> {
+        let get = |k: &str| var(k).filter(|v| !v.trim().is_empty());
+        let num = |k: &str| -> anyhow::Result<Option<u64>> {
+            get(k)
+                .map(|v| {
+                    v.trim().parse::<u64>().map_err(|_| {
+                        anyhow::anyhow!("{k}={v:?} is not a number: set a non-negative integer")
+                    })
+                })
+                .transpose()
+        };
+        let list = |k: &str| {
+            get(k).map(|v| {
+                v.split(',')
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+                    .collect::<Vec<_>>()
+            })
+        };
+        let in_process = match get("IDFORGE_IN_PROCESS") {
+            None => None,
+            Some(v) => match v.trim().to_ascii_lowercase().as_str() {
+                "1" | "true" | "yes" => Some(true),
+                "0" | "false" | "no" => Some(false),
+                _ => bail!("IDFORGE_IN_PROCESS={v:?}: set 1 or true, 0 or false"),
+            },
+        };
+        Ok(Settings {
+            listen: get("IDFORGE_LISTEN"),
+            schemes: list("IDFORGE_SCHEMES"),
+            node: num("IDFORGE_NODE")?,
+            host: num("IDFORGE_HOST")?,
+            layout: get("IDFORGE_LAYOUT"),
+            in_process,
+            max_count: num("IDFORGE_MAX_COUNT")?,
+            timeout_ms: num("IDFORGE_TIMEOUT_MS")?,
+            tokens_file: get("IDFORGE_TOKENS_FILE").map(PathBuf::from),
+            tokens: list("IDFORGE_TOKENS"),
+        })
+    }
+
+    /// The configuration: these settings with the defaults for the rest, checked; the tokens
+    /// file is read here.
+    ///
+    /// # Errors
+    /// An address that does not parse, a count or timeout of zero, a tokens file that cannot be
+    /// read or holds no token.
+    pub fn finish(self) -> anyhow::Result<Config> {
+        let listen = self.listen.as_deref().unwrap_or(DEFAULT_LISTEN);
+        let listen: SocketAddr = listen.trim().parse().map_err(|_| {
+            anyhow::anyhow!(
+                "listen address {listen:?} is not IP:PORT (e.g. 127.0.0.1:7470 or 0.0.0.0:7470)"
+            )
+        })?;
+        let max_count = self.max_count.unwrap_or(DEFAULT_MAX_COUNT);
+        if max_count == 0 {
+            bail!("max count 0 would refuse every request: set at least 1");
+        }
+        let timeout = match self.timeout_ms {
+            Some(0) => bail!("timeout 0 ms would fail every request: set at least 1"),
+            Some(ms) => Duration::from_millis(ms),
+            None => DEFAULT_TIMEOUT,
+        };
+        let mut tokens = Vec::new();
+        if let Some(path) = &self.tokens_file {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read the tokens file {}", path.display()))?;
+            let from_file: Vec<String> = text
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(String::from)
+                .collect();
+            if from_file.is_empty() {
+                bail!(
+                    "the tokens file {} holds no token: write one token per line (lines starting with # are comments)",
+                    path.display()
+                );
+            }
+            tokens.extend(from_file);
+        }
+        tokens.extend(self.tokens.unwrap_or_default());
+        if let Some(t) = tokens.iter().find(|t| t.chars().any(char::is_whitespace)) {
+            bail!(
+                "a bearer token holds whitespace ({} characters long): tokens are single words",
+                t.len()
+            );
+        }
+        Ok(Config {
+            listen,
+            schemes: self.schemes,
+            node: self.node.unwrap_or(0),
+            host: self.host.unwrap_or(0),
+            layout: self.layout,
+            in_process: self.in_process.unwrap_or(false),
+            max_count,
+            timeout,
+            tokens,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_over_env_over_file_over_defaults() {
+        let file =
+            Settings::from_toml("listen = \"127.0.0.1:1\"\nnode = 3\nmax_count = 10\n").unwrap();
+        let env = Settings::from_vars(|k| match k {
+            "IDFORGE_NODE" => Some("4".into()),
+            "IDFORGE_TOKENS" => Some("a, b,".into()),
+            _ => None,
+        })
+        .unwrap();
+        let flags = Settings {
+            listen: Some("127.0.0.1:2".into()),
+            ..Settings::default()
+        };
+        let c = flags.or(env).or(file).finish().unwrap();
+        assert_eq!(c.listen.port(), 2);
+        assert_eq!(c.node, 4);
+        assert_eq!(c.max_count, 10);
+        assert_eq!(c.host, 0);
+        assert_eq!(c.tokens, ["a", "b"]);
+        assert_eq!(c.timeout, DEFAULT_TIMEOUT);
+        assert_eq!(Config::default().listen.to_string(), DEFAULT_LISTEN);
+    }
+
+    #[test]
+    fn bad_settings_are_refused_with_the_fix() {
+        let e = Settings::from_toml("nod = 3").unwrap_err();
+        assert!(format!("{e:#}").contains("unknown field"), "{e:#}");
+        let e = Settings::from_vars(|k| (k == "IDFORGE_NODE").then(|| "x".into())).unwrap_err();
+        assert!(e.to_string().contains("IDFORGE_NODE"), "{e}");
+        let bad = Settings {
+            listen: Some("localhost".into()),
+            ..Settings::default()
+        };
+        assert!(bad.finish().unwrap_err().to_string().contains("IP:PORT"));
+        let zero = Settings {
+            max_count: Some(0),
+            ..Settings::default()
+        };
+        assert!(zero.finish().is_err());
+    }
+}

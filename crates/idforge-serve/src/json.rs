@@ -1,0 +1,43 @@
+//! The JSON of decoded ids and of the catalog, shared by the command line (`idforge inspect
+//! --json`, `idforge schemes --json`) and the service (`/v1/inspect`, `/v1/schemes`), so the two
+//! never drift apart.
+
+use idforge::schemes::catalog;
+use idforge::Decoded;
+use serde_json::{json, Value};
+
+/// A decoded id as JSON: the library's serialisation of [`Decoded`] (ids as strings, `unix_ms`
+/// and `unix_ns` as integers, fields wider than 53 bits as strings, each scheme's parts under
+/// their own names). `hint` rewrites the library's hint for the reader (flags for the command
+/// line, query parameters for the service).
+pub fn decoded(d: &Decoded, hint: impl Fn(&str) -> String) -> Value {
+    let mut v = serde_json::to_value(d).unwrap_or_else(|e| json!({ "error": e.to_string() }));
+    if let Some(h) = v.get_mut("hint") {
+        if let Some(text) = h.as_str() {
+            *h = Value::String(hint(text));
+        }
+    }
+    v
+}
+
+/// The catalog's facts as a JSON array (counts wider than 53 bits as strings).
+pub fn schemes() -> Value {
+    let list: Vec<Value> = catalog::facts()
+        .iter()
+        .map(|f| {
+            json!({
+                "name": f.name,
+                "bits": f.bits,
+                "ids_per_tick": f.ids_per_tick.to_string(),
+                "ids_per_second": f.ids_per_second,
+                "nodes": f.nodes.map(|n| n.to_string()),
+                "end_year": f.end_year,
+                "tick_ns": f.tick_ns,
+                "epoch": f.epoch,
+                "layout": f.diagram,
+                "summary": f.summary,
+            })
+        })
+        .collect();
+    Value::Array(list)
+}

@@ -1,0 +1,469 @@
+//! Every route and every error status, over real HTTP on loopback.
+
+mod common;
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use common::{config, get, request, start};
+use idforge_serve::Config;
+
+#[test]
+fn ids_as_json_text_and_packed_bytes() {
+    let s = start(config(&["snowflake", "uuid7", "nanots-host"]));
+    let one = get(s.addr, "/v1/ids/snowflake", &[]);
+    assert_eq!(one.header("content-type"), Some("application/json"));
+    let ids = one.ids();
+    assert_eq!(ids.len(), 1);
+    assert!(
+        ids[0].len() == 19 && ids[0].bytes().all(|b| b.is_ascii_digit()),
+        "{ids:?}"
+    );
+
+    let text = get(
+        s.addr,
+        "/v1/ids/snowflake?count=500",
+        &[("Accept", "text/plain")],
+    );
+    assert_eq!(text.status, 200);
+    assert!(text
+        .header("content-type")
+        .unwrap()
+        .starts_with("text/plain"));
+    let lines: Vec<u64> = text.text().lines().map(|l| l.parse().unwrap()).collect();
+    assert_eq!(lines.len(), 500);
+    assert!(lines.windows(2).all(|w| w[0] < w[1]), "increasing");
+    assert!(lines[0] > ids[0].parse::<u64>().unwrap());
+
+    let hex = get(s.addr, "/v1/ids/snowflake?count=2&format=hex", &[]).ids();
+    assert!(
+        hex.iter()
+            .all(|h| h.len() == 16 && u64::from_str_radix(h, 16).is_ok()),
+        "{hex:?}"
+    );
+
+    let packed = get(
+        s.addr,
+        "/v1/ids/snowflake?count=3",
+        &[("Accept", "application/octet-stream")],
+    );
+    assert_eq!(
+        packed.header("content-type"),
+        Some("application/octet-stream")
+    );
+    assert_eq!(packed.body.len(), 24);
+    let vals: Vec<u64> = packed
+        .body
+        .chunks(8)
+        .map(|c| u64::from_be_bytes(c.try_into().unwrap()))
+        .collect();
+    assert!(vals.windows(2).all(|w| w[0] < w[1]));
+    assert!(
+        vals[0] > *lines.last().unwrap(),
+        "bytes are big-endian values of later ids"
+    );
+
+    let wide = get(
+        s.addr,
+        "/v1/ids/uuid7?count=4",
+        &[("Accept", "application/octet-stream")],
+    );
+    assert_eq!(wide.body.len(), 64);
+    for c in wide.body.chunks(16) {
+        assert_eq!(c[6] >> 4, 7, "version 7 in byte 6");
+        assert_eq!(c[8] >> 6, 0b10, "variant in byte 8");
+    }
+    let uuids = get(s.addr, "/v1/ids/uuid7?count=2", &[]).ids();
+    assert!(
+        uuids
+            .iter()
+            .all(|u| u.len() == 36 && u.as_bytes()[14] == b'7'),
+        "{uuids:?}"
+    );
+
+    let times = get(s.addr, "/v1/ids/nanots-host?format=time", &[]).ids();
+    assert!(
+        times[0].starts_with("20") && times[0].contains('T'),
+        "{times:?}"
+    );
+
+    // Quality values choose between bodies.
+    let q = get(
+        s.addr,
+        "/v1/ids/snowflake",
+        &[("Accept", "application/json;q=0.2, text/plain;q=0.9")],
+    );
+    assert!(q.header("content-type").unwrap().starts_with("text/plain"));
+}
+
+#[test]
+fn every_scheme_of_the_catalog_is_served_by_default() {
+    let s = start(Config::default());
+    let served = s.app.scheme_names();
+    for name in idforge::schemes::catalog::NAMES {
+        if name == "custom" {
+            assert!(
+                !served.iter().any(|n| n == "custom"),
+                "custom needs a layout"
+            );
+            continue;
+        }
+        assert!(
+            served.iter().any(|n| n == name),
+            "{name} not served: {served:?}"
+        );
+        let ids = get(s.addr, &format!("/v1/ids/{name}?count=3"), &[]).ids();
+        assert_eq!(ids.len(), 3, "{name}");
+        assert_eq!(ids.iter().collect::<HashSet<_>>().len(), 3, "{name}");
+    }
+    // Host-wide by default: schemes that can keep their stamp in a state file do.
+    let files = s.app.state_files();
+    assert!(files.iter().any(|(n, _)| n == "snowflake"), "{files:?}");
+    assert!(files
+        .iter()
+        .all(|(_, p)| p.starts_with(common::state_dir())));
+}
+
+#[test]
+fn custom_is_served_with_a_layout() {
+    let s = start(Config {
+        schemes: Some(vec!["custom".into()]),
+        layout: Some("time:41,node:10,counter:12,tick=1ms,epoch=2020-01-01T00:00:00Z".into()),
+        node: 9,
+        ..Config::default()
+    });
+    let id = get(s.addr, "/v1/ids/custom", &[]).ids().remove(0);
+    let value: u64 = id.parse().unwrap();
+    assert_eq!((value >> 12) & 1023, 9, "node field");
+}
+
+#[test]
+fn bad_requests_get_json_errors_with_a_fitting_status() {
+    let s = start(Config {
+        max_count: 10,
+        ..config(&["snowflake", "uuid7"])
+    });
+    let e = get(s.addr, "/v1/ids/snowflak", &[]);
+    assert_eq!(e.status, 400);
+    assert!(
+        e.error().contains("did you mean snowflake"),
+        "{}",
+        e.error()
+    );
+
+    let e = get(s.addr, "/v1/ids/banana", &[]);
+    assert_eq!(e.status, 400);
+    assert!(e.error().contains("see /v1/schemes"), "{}", e.error());
+
+    let e = get(s.addr, "/v1/ids/sonyflake", &[]);
+    assert_eq!(e.status, 400);
+    assert!(e.error().contains("not served here"), "{}", e.error());
+
+    for bad in ["0", "11", "-1", "x", "99999999999999999999"] {
+        let e = get(s.addr, &format!("/v1/ids/snowflake?count={bad}"), &[]);
+        assert_eq!(e.status, 400, "count={bad}");
+        assert!(e.error().contains("from 1 to 10"), "{}", e.error());
+    }
+    assert_eq!(
+        get(s.addr, "/v1/ids/snowflake?count=10", &[]).ids().len(),
+        10
+    );
+
+    let e = get(s.addr, "/v1/ids/snowflake?format=uuid", &[]);
+    assert_eq!(e.status, 400);
+    assert!(!e.error().is_empty());
+    let e = get(s.addr, "/v1/ids/snowflake?format=roman", &[]);
+    assert_eq!(e.status, 400);
+
+    let e = get(s.addr, "/v1/ids/snowflake?cuont=3", &[]);
+    assert_eq!(e.status, 400);
+    assert!(e.error().contains("\"cuont\""), "{}", e.error());
+
+    let e = get(s.addr, "/v1/ids/snowflake", &[("Accept", "image/png")]);
+    assert_eq!(e.status, 406);
+    assert!(e.error().contains("text/plain"));
+
+    let e = get(s.addr, "/nope", &[]);
+    assert_eq!(e.status, 404);
+    assert!(e.error().contains("/openapi.json"));
+
+    let e = request(
+        s.addr,
+        "POST",
+        "/v1/ids/snowflake",
+        &[("Content-Length", "0")],
+    );
+    assert_eq!(e.status, 405);
+    assert!(!e.error().is_empty());
+
+    let long = format!("/v1/ids/snowflake?format={}", "x".repeat(2100));
+    let e = get(s.addr, &long, &[]);
+    assert_eq!(e.status, 414);
+    assert!(e.error().contains("2048"));
+}
+
+#[test]
+fn inspect_gives_the_fields_of_inspect_json() {
+    let s = start(config(&["snowflake"]));
+    let id = get(s.addr, "/v1/ids/snowflake", &[]).ids().remove(0);
+    let r = get(s.addr, &format!("/v1/inspect/{id}?scheme=snowflake"), &[]);
+    assert_eq!(r.status, 200);
+    let j = r.json();
+    let kind = idforge::schemes::catalog::Kind::from_name("snowflake", None).unwrap();
+    let d = idforge::inspect::inspect_as(&id, Some(&kind), None, None).unwrap();
+    assert_eq!(j, idforge_serve::json::decoded(&d, |h| h.to_string()));
+    assert_eq!(j["scheme"], "snowflake");
+    assert_eq!(j["node"], 0);
+    assert_eq!(j["id"], id.as_str());
+
+    // A UUIDv7 without a scheme: the hint speaks of query parameters.
+    let r = get(
+        s.addr,
+        "/v1/inspect/017f22e2-79b0-7cc3-98c4-dc0c0c07398f",
+        &[],
+    );
+    assert_eq!(r.status, 200);
+    let hint = r.json()["hint"].as_str().unwrap().to_string();
+    assert!(hint.contains("scheme=uprotocol"), "{hint}");
+    assert_eq!(r.json()["unix_ms"], 1_645_557_742_000u64);
+
+    for bad in [
+        "/v1/inspect/banana",
+        "/v1/inspect/123?scheme=nope",
+        "/v1/inspect/12?scheme=snowflake&format=time",
+        "/v1/inspect/12?scheme=snowflake&host_digits=3",
+        "/v1/inspect/12?scheme=snowflake&bogus=1",
+    ] {
+        let r = get(s.addr, bad, &[]);
+        assert_eq!(r.status, 400, "{bad}");
+        assert!(!r.error().is_empty(), "{bad}");
+    }
+}
+
+#[test]
+fn schemes_health_readiness_metrics_and_openapi() {
+    let s = start(Config {
+        node: 12,
+        ..config(&["snowflake", "uuid7"])
+    });
+    let list = get(s.addr, "/v1/schemes", &[]).json();
+    let names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    let facts = idforge::schemes::catalog::facts();
+    assert_eq!(
+        names,
+        facts.iter().map(|f| f.name.as_str()).collect::<Vec<_>>()
+    );
+    assert_eq!(list, idforge_serve::json::schemes());
+
+    assert_eq!(get(s.addr, "/healthz", &[]).status, 200);
+    let ready = get(s.addr, "/readyz", &[]);
+    assert_eq!(ready.status, 200, "{}", ready.text());
+
+    get(s.addr, "/v1/ids/snowflake?count=7", &[]).ids();
+    get(s.addr, "/v1/ids/snowflake?count=5", &[]).ids();
+    get(s.addr, "/v1/ids/snowflake?count=0", &[]);
+    let m = get(s.addr, "/metrics", &[]);
+    assert_eq!(m.status, 200);
+    assert!(m.header("content-type").unwrap().starts_with("text/plain"));
+    let m = m.text();
+    for line in [
+        "idforge_ids_issued_total{scheme=\"snowflake\"} 12",
+        "idforge_ids_issued_total{scheme=\"uuid7\"} 0",
+        "idforge_node_id{scheme=\"snowflake\"} 12",
+        "idforge_http_requests_total{route=\"/v1/ids/{scheme}\",status=\"200\"} 2",
+        "idforge_http_requests_total{route=\"/v1/ids/{scheme}\",status=\"400\"} 1",
+        "idforge_http_request_duration_seconds_count{route=\"/v1/ids/{scheme}\"} 3",
+        "idforge_http_request_duration_seconds_bucket{route=\"/v1/ids/{scheme}\",le=\"+Inf\"} 3",
+        "idforge_ready 1",
+    ] {
+        assert!(m.lines().any(|l| l == line), "missing {line:?} in\n{m}");
+    }
+    assert!(
+        m.contains("idforge_lead_seconds{scheme=\"snowflake\"} "),
+        "{m}"
+    );
+    assert!(
+        !m.contains("idforge_node_id{scheme=\"uuid7\"}"),
+        "uuid7 has no node"
+    );
+
+    let api = get(s.addr, "/openapi.json", &[]).json();
+    assert!(api["openapi"].as_str().unwrap().starts_with("3."));
+    for path in [
+        "/v1/ids/{scheme}",
+        "/v1/inspect/{id}",
+        "/v1/schemes",
+        "/healthz",
+        "/readyz",
+        "/metrics",
+        "/openapi.json",
+    ] {
+        assert!(
+            api["paths"][path]["get"].is_object(),
+            "{path} not documented"
+        );
+        // The routes are served where the document says.
+        let probe = path.replace("{scheme}", "snowflake").replace("{id}", "0");
+        assert_ne!(get(s.addr, &probe, &[]).status, 404, "{probe}");
+    }
+    // The bodies have the fields the document gives them.
+    let props = |name: &str| -> HashSet<String> {
+        api["components"]["schemas"][name]["properties"]
+            .as_object()
+            .unwrap_or_else(|| panic!("no schema {name}"))
+            .keys()
+            .cloned()
+            .collect()
+    };
+    let keys = |v: &serde_json::Value| -> HashSet<String> {
+        v.as_object().unwrap().keys().cloned().collect()
+    };
+    let ids = get(s.addr, "/v1/ids/snowflake", &[]).json();
+    assert_eq!(keys(&ids), props("Ids"));
+    for f in list.as_array().unwrap() {
+        assert_eq!(keys(f), props("Scheme"), "{f}");
+    }
+    let error = get(s.addr, "/v1/ids/nope", &[]).json();
+    assert_eq!(keys(&error), props("Error"));
+    assert_eq!(keys(&get(s.addr, "/healthz", &[]).json()), props("Status"));
+    let snowflake = ids["ids"][0].as_str().unwrap().to_string();
+    for path in [
+        format!("/v1/inspect/{snowflake}?scheme=snowflake"),
+        "/v1/inspect/017f22e2-79b0-7cc3-98c4-dc0c0c07398f".into(),
+        "/v1/inspect/017f22e2-79b0-7cc3-98c4-dc0c0c07398f?scheme=uuid7".into(),
+        "/v1/inspect/2021-12-28T14:07:02.954100128?scheme=nanots-host".into(),
+        "/v1/inspect/20be0ffc-314a-bd53-7a50-013a65ca76d2".into(),
+    ] {
+        let r = get(s.addr, &path, &[]);
+        assert_eq!(r.status, 200, "{path}: {}", r.text());
+        let extra: Vec<String> = keys(&r.json())
+            .difference(&props("Decoded"))
+            .cloned()
+            .collect();
+        assert!(extra.is_empty(), "{path}: {extra:?} not in the document");
+    }
+}
+
+#[test]
+fn bearer_tokens_guard_every_route_but_healthz() {
+    let s = start(Config {
+        tokens: vec!["first-token".into(), "second-token".into()],
+        ..config(&["snowflake"])
+    });
+    assert_eq!(get(s.addr, "/healthz", &[]).status, 200);
+    for path in [
+        "/v1/ids/snowflake",
+        "/v1/schemes",
+        "/readyz",
+        "/metrics",
+        "/openapi.json",
+        "/nope",
+    ] {
+        let r = get(s.addr, path, &[]);
+        assert_eq!(r.status, 401, "{path}");
+        assert!(r.header("www-authenticate").unwrap().starts_with("Bearer"));
+        assert!(r.error().contains("Authorization: Bearer"), "{}", r.error());
+        let r = get(s.addr, path, &[("Authorization", "Bearer first-tokem")]);
+        assert_eq!(r.status, 403, "{path}");
+        let r = get(
+            s.addr,
+            path,
+            &[("Authorization", "Bearer first-token-and-more")],
+        );
+        assert_eq!(r.status, 403, "{path}");
+        let r = get(s.addr, path, &[("Authorization", "Basic Zmlyc3QtdG9rZW4=")]);
+        assert_eq!(r.status, 401, "{path}");
+    }
+    for t in ["first-token", "second-token"] {
+        let r = get(
+            s.addr,
+            "/v1/ids/snowflake",
+            &[("Authorization", &format!("Bearer {t}"))],
+        );
+        assert_eq!(r.ids().len(), 1);
+    }
+    let r = get(s.addr, "/nope", &[("Authorization", "bearer second-token")]);
+    assert_eq!(r.status, 404);
+}
+
+#[test]
+fn a_request_over_the_timeout_is_503() {
+    // Sonyflake issues 256 ids per 10 ms tick: 5000 take about 200 ms.
+    let s = start(Config {
+        timeout: Duration::from_millis(20),
+        in_process: true,
+        ..config(&["sonyflake"])
+    });
+    let t = Instant::now();
+    let r = get(s.addr, "/v1/ids/sonyflake?count=5000", &[]);
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert!(r.error().contains("longer than 20 ms"), "{}", r.error());
+    assert!(
+        t.elapsed() < Duration::from_millis(190),
+        "{:?}",
+        t.elapsed()
+    );
+}
+
+#[test]
+fn two_servers_on_one_state_file_never_repeat() {
+    let cfg = Config {
+        node: 21,
+        ..config(&["snowflake"])
+    };
+    let a = start(cfg.clone());
+    let b = start(cfg);
+    assert_eq!(a.app.state_files(), b.app.state_files());
+    let mut all = HashSet::new();
+    let fetch = |addr| {
+        std::thread::spawn(move || {
+            let mut ids = Vec::new();
+            for _ in 0..20 {
+                ids.extend(get(addr, "/v1/ids/snowflake?count=2000", &[]).ids());
+            }
+            ids
+        })
+    };
+    let (ta, tb) = (fetch(a.addr), fetch(b.addr));
+    let mut n = 0;
+    for ids in [ta.join().unwrap(), tb.join().unwrap()] {
+        n += ids.len();
+        all.extend(ids);
+    }
+    assert_eq!(n, 80_000);
+    assert_eq!(all.len(), n, "an id was served twice");
+}
+
+#[test]
+fn a_lost_state_file_makes_the_service_unready() {
+    let s = start(Config {
+        node: 33,
+        ..config(&["snowflake", "uuid7"])
+    });
+    assert_eq!(get(s.addr, "/readyz", &[]).status, 200);
+    let (_, path) = s
+        .app
+        .state_files()
+        .into_iter()
+        .find(|(n, _)| n == "snowflake")
+        .unwrap();
+    std::fs::remove_file(&path).unwrap();
+    std::thread::sleep(Duration::from_millis(5));
+    let r = get(s.addr, "/v1/ids/snowflake?count=10", &[]);
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert!(r.error().contains("was deleted"), "{}", r.error());
+    let r = get(s.addr, "/readyz", &[]);
+    assert_eq!(r.status, 503);
+    assert!(r.error().contains("snowflake"), "{}", r.error());
+    // The others still issue; liveness is unaffected.
+    assert_eq!(get(s.addr, "/v1/ids/uuid7", &[]).ids().len(), 1);
+    assert_eq!(get(s.addr, "/healthz", &[]).status, 200);
+    assert!(get(s.addr, "/metrics", &[])
+        .text()
+        .contains("idforge_ready 0"));
+}
