@@ -34,11 +34,11 @@ thread_local! {
     // Per-thread generators seeded from the OS. The fork generation each was seeded in is kept
     // with it: a forked child must not reuse its parent's sequence of random bits.
     static SECURE: RefCell<(u64, StdRng)> = {
-        crate::shm::watch_forks();
+        let _ = crate::shm::watch_forks(); // checked by every generator's constructor
         RefCell::new((crate::shm::fork_generation(), os_seeded()))
     };
     static FAST: RefCell<(u64, SmallRng)> = {
-        crate::shm::watch_forks();
+        let _ = crate::shm::watch_forks(); // checked by every generator's constructor
         RefCell::new((crate::shm::fork_generation(), os_seeded()))
     };
 }
@@ -476,7 +476,11 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
         seq: Sequencer<C, S>,
     ) -> Result<Self, Error> {
         // Batches and random generators notice a fork through the fork generation.
-        crate::shm::watch_forks();
+        if !crate::shm::watch_forks() {
+            return Err(Error::InvalidLayout(
+                "cannot register the fork handler (pthread_atfork failed: out of memory); a forked child could repeat a batch of its parent's ids, so no generator is made".into(),
+            ));
+        }
         let layout = scheme.layout();
         layout.check_epoch(seq.clock().now_ns())?;
         let base = layout.fixed_value | layout.node.deposit(node as u128);

@@ -24,17 +24,17 @@ extern "C" fn after_fork_in_child() {
     FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
 }
 
-/// Registers (once per process) a `pthread_atfork` handler that counts forks in the child.
-pub(crate) fn watch_forks() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
+/// Registers (once per process) a `pthread_atfork` handler that counts forks in the child, and
+/// says whether it is registered: without it a forked child could not tell it was forked, and a
+/// batch of stamps reserved before the fork would be issued by parent and child alike.
+pub(crate) fn watch_forks() -> bool {
+    static REGISTERED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *REGISTERED.get_or_init(|| {
         // SAFETY: registers a child handler that only performs an atomic add (async-signal-safe,
         // as a handler run in the child of a multithreaded process must be); the function lives
         // for the whole program.
-        unsafe {
-            libc::pthread_atfork(None, None, Some(after_fork_in_child));
-        }
-    });
+        unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) == 0 }
+    })
 }
 
 /// How many forks led to this process (0 in the original process).
