@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
+mod bench;
 mod failure;
 mod fleet;
 mod gen;
@@ -56,6 +57,8 @@ enum Command {
         #[arg(long)]
         namespace: String,
     },
+    /// Measure every scheme on this machine: ns per id, two threads, batches, the clock.
+    Bench(bench::BenchArgs),
     /// Print a shell completion script: `idforge completions bash > /etc/bash_completion.d/idforge`.
     Completions {
         /// The shell.
@@ -116,6 +119,7 @@ fn main() -> ExitCode {
         Command::Inspect(a) => inspect::run(a),
         Command::Schemes { json } => schemes::schemes(json),
         Command::Fleet { etcd, namespace } => fleet::status(&etcd, &namespace),
+        Command::Bench(a) => bench::run(a),
         Command::Completions { shell } => {
             clap_complete::generate(
                 shell,

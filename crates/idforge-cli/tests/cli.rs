@@ -787,3 +787,37 @@ fn ids_are_never_lost_silently_to_a_closed_stdout() {
         .unwrap();
     assert!(o.status.success());
 }
+
+#[test]
+fn bench_measures_every_named_scheme_and_writes_json() {
+    let o = idforge(&[
+        "bench",
+        "--duration-ms",
+        "20",
+        "--json",
+        "uuid7",
+        "snowflake",
+        "locality",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    for r in rows {
+        for k in [
+            "ns_per_id_1_thread",
+            "ids_per_s_2_threads",
+            "ids_per_s_batch",
+            "clock_read_ns",
+        ] {
+            assert!(r[k].as_f64().unwrap() > 0.0, "{k}: {r}");
+        }
+    }
+    // A layout-capped scheme never measures above its capacity (4,096 ids per ms).
+    let sf = &rows[1];
+    assert!(
+        sf["ids_per_s_batch"].as_f64().unwrap() <= sf["capacity_ids_per_s"].as_f64().unwrap() * 1.3
+    );
+    let o = idforge(&["bench", "--duration-ms", "10", "nope"]);
+    assert_eq!(o.status.code(), Some(2));
+}
