@@ -100,7 +100,7 @@ impl Store for EtcdStore {
     }
 
     fn keep_alive(&self, lease: i64) -> Result<bool, StoreError> {
-        self.run(move |mut c| {
+        match self.run(move |mut c| {
             Box::pin(async move {
                 let (mut keeper, mut stream) = c.lease_keep_alive(lease).await?;
                 keeper.keep_alive().await?;
@@ -111,8 +111,12 @@ impl Store for EtcdStore {
                     })??;
                 Ok::<_, etcd_client::Error>(reply.is_some_and(|r| r.ttl() > 0))
             })
-        })
-        .map_err(unavailable)
+        }) {
+            Ok(alive) => Ok(alive),
+            // etcd-client reports an expired lease as an error from `lease_keep_alive` itself.
+            Err(etcd_client::Error::LeaseKeepAliveError(m)) if m == "lease not found" => Ok(false),
+            Err(e) => Err(unavailable(e)),
+        }
     }
 
     fn revoke(&self, lease: i64) -> Result<(), StoreError> {
