@@ -23,6 +23,7 @@ pub fn plan(
     ttl: Option<u64>,
     kind: &Kind,
     node_given: bool,
+    host_digits: Option<u32>,
 ) -> anyhow::Result<Option<FleetPlan>> {
     let from_env = std::env::var("IDFORGE_ETCD")
         .ok()
@@ -41,7 +42,7 @@ pub fn plan(
     }
     if node_given {
         usage!(
-            "--etcd leases the node id: leave out --node (and IDFORGE_NODE, --node-from-hostname)"
+            "--etcd leases the node id: leave out --node and --host (and IDFORGE_NODE, IDFORGE_HOST, --node-from-hostname)"
         );
     }
     let endpoints: Vec<String> = eps
@@ -57,6 +58,9 @@ pub fn plan(
         (None, Kind::Layout(idforge::Scheme::Custom(_))) => {
             usage!("--etcd with a custom layout needs --namespace NAME: one namespace per id space")
         }
+        // nanots-host ids with 2 and 3 host digits overlap: one namespace per digit count (the
+        // namespace is also bound to its layout in etcd, which refuses a mix).
+        (None, Kind::NanoTsHost) => format!("nanots-host{}", host_digits.unwrap_or(2)),
         (None, k) => k.name().to_string(),
     };
     if namespace.is_empty() || namespace.contains('/') {
@@ -114,7 +118,7 @@ mod with_etcd {
     /// Gives the node id back, recording the last time issued.
     pub fn leave(m: Member) -> anyhow::Result<()> {
         m.shutdown()
-            .map_err(|e| anyhow::anyhow!("giving the node id back: {e}"))
+            .map_err(|e| crate::failure::Fleet(format!("giving the node id back: {e}")).into())
     }
 
     /// `idforge fleet status`: who holds which node id, and every node id's mark.

@@ -233,6 +233,7 @@ fn plan(a: GenArgs) -> anyhow::Result<Plan> {
         a.lease_ttl,
         &kind,
         opts.node.is_some() || a.node_from_hostname,
+        a.host_digits,
     )?;
     if fleet.is_some() && (a.shared || a.state.is_some() || a.at.is_some()) {
         usage!("--etcd leases the node id and keeps the stamp in this process: --shared, --state and --at do not go with it");

@@ -92,27 +92,59 @@ fn parse_u64(key: &str, value: &[u8]) -> Result<u64, StoreError> {
 }
 
 impl Store for EtcdStore {
-    fn grant(&self, ttl: Duration) -> Result<i64, StoreError> {
+    fn grant(&self, ttl: Duration) -> Result<(i64, Duration), StoreError> {
         let secs = ttl.as_secs().max(1) as i64;
         self.run(move |mut c| Box::pin(async move { c.lease_grant(secs, None).await }))
-            .map(|r| r.id())
+            .map(|r| (r.id(), Duration::from_secs(r.ttl().max(0) as u64)))
             .map_err(unavailable)
     }
 
-    fn keep_alive(&self, lease: i64) -> Result<bool, StoreError> {
-        match self.run(move |mut c| {
-            Box::pin(async move {
-                let (mut keeper, mut stream) = c.lease_keep_alive(lease).await?;
-                keeper.keep_alive().await?;
-                let reply = tokio::time::timeout(Duration::from_secs(2), stream.message())
-                    .await
-                    .map_err(|_| {
-                        etcd_client::Error::InvalidArgs("keep-alive timed out".into())
-                    })??;
-                Ok::<_, etcd_client::Error>(reply.is_some_and(|r| r.ttl() > 0))
+    fn bind_spec(&self, ns: &str, spec: &str) -> Result<Option<String>, StoreError> {
+        let key = format!("{}/{ns}/spec", self.prefix);
+        let want = spec.to_string();
+        let spec = spec.to_string();
+        let resp = self
+            .run(move |mut c| {
+                Box::pin(async move {
+                    let txn = Txn::new()
+                        .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
+                        .and_then([TxnOp::put(key.clone(), spec, None)])
+                        .or_else([TxnOp::get(key, None)]);
+                    c.txn(txn).await
+                })
             })
-        }) {
-            Ok(alive) => Ok(alive),
+            .map_err(unavailable)?;
+        if resp.succeeded() {
+            return Ok(None);
+        }
+        for op in resp.op_responses() {
+            if let TxnOpResponse::Get(g) = op {
+                if let Some(kv) = g.kvs().first() {
+                    let found = String::from_utf8_lossy(kv.value()).into_owned();
+                    return Ok((found != want).then_some(found));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn check_owner(&self, ns: &str, node: u64, token: i64) -> Result<bool, StoreError> {
+        let nk = self.node_key(ns, node);
+        self.run(move |mut c| {
+            Box::pin(async move {
+                let txn = Txn::new().when([Compare::create_revision(nk, CompareOp::Equal, token)]);
+                c.txn(txn).await
+            })
+        })
+        .map(|r| r.succeeded())
+        .map_err(unavailable)
+    }
+
+    fn keep_alive(&self, lease: i64) -> Result<bool, StoreError> {
+        // Opening the keep-alive stream sends one renewal and reads its answer: that is the
+        // renewal (no second message).
+        match self.run(move |mut c| Box::pin(async move { c.lease_keep_alive(lease).await })) {
+            Ok(_) => Ok(true),
             // etcd-client reports an expired lease as an error from `lease_keep_alive` itself.
             Err(etcd_client::Error::LeaseKeepAliveError(m)) if m == "lease not found" => Ok(false),
             Err(e) => Err(unavailable(e)),
@@ -141,10 +173,22 @@ impl Store for EtcdStore {
             let key = String::from_utf8_lossy(kv.key()).into_owned();
             let rest = &key[prefix.len()..];
             if let Some(n) = rest.strip_prefix("node/") {
-                scan.held.insert(parse_u64(&key, n.as_bytes())?);
+                // A key that is not a node id (written by hand) is not ours to claim or count.
+                if let Ok(node) = parse_u64(&key, n.as_bytes()) {
+                    scan.held.insert(node);
+                }
             } else if let Some(n) = rest.strip_prefix("hwm/") {
-                scan.hwm
-                    .insert(parse_u64(&key, n.as_bytes())?, parse_u64(&key, kv.value())?);
+                let Ok(node) = parse_u64(&key, n.as_bytes()) else {
+                    continue;
+                };
+                match parse_u64(&key, kv.value()) {
+                    Ok(h) => {
+                        scan.hwm.insert(node, h);
+                    }
+                    Err(_) => {
+                        scan.corrupt.insert(node);
+                    }
+                }
             }
         }
         Ok(scan)

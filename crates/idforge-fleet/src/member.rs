@@ -23,7 +23,8 @@ pub struct FleetOptions {
     /// less than half of it is left, so the store sees about one write per second per member.
     pub reserve_ahead: Duration,
     /// How long to wait at start when the clock is behind the node id's high-water mark (default
-    /// 1 s); further behind, the id is given back and another tried.
+    /// 3 s: the reservation a crashed holder may have left, plus a second); further behind, the
+    /// id is given back and another tried.
     pub max_clock_wait: Duration,
     /// How long joining may retry an unavailable store (default 10 s).
     pub join_timeout: Duration,
@@ -61,7 +62,9 @@ impl FleetOptions {
             namespace: namespace.into(),
             ttl: Duration::from_secs(10),
             reserve_ahead: Duration::from_secs(2),
-            max_clock_wait: Duration::from_secs(1),
+            // A successor of a crashed holder finds its mark up to `reserve_ahead` ahead of the
+            // clock: wait that out, plus a second for clocks that differ a little.
+            max_clock_wait: Duration::from_secs(3),
             join_timeout: Duration::from_secs(10),
             max_node,
             timebase,
@@ -90,7 +93,7 @@ pub enum FleetError {
         size: u64,
     },
     /// The clock is behind the high-water mark of every free node id by more than the wait.
-    #[error("this host's clock is {behind:?} behind the high-water mark of every free node id in namespace {namespace:?} (at most {max_wait:?} is waited): ids issued now could repeat earlier ones. Fix the clock (NTP), or wait")]
+    #[error("the high-water mark of every free node id in namespace {namespace:?} is ahead of this host's clock, the nearest by {behind:?} (at most {max_wait:?} is waited): ids issued now could repeat earlier ones. Either a holder reserved time up to then and stopped moments ago (retry in a few seconds), or this clock is behind (fix it: NTP)")]
     ClockBehind {
         /// The namespace.
         namespace: String,
@@ -108,6 +111,16 @@ pub enum FleetError {
         source: StoreError,
         /// How long it retried.
         waited: Duration,
+    },
+    /// The namespace is bound to another id space.
+    #[error("namespace {namespace:?} is used by another layout ({found}); this one is {expected}. Node ids of two layouts would collide: use a namespace per layout (--namespace)")]
+    SpecMismatch {
+        /// The namespace.
+        namespace: String,
+        /// Its spec.
+        found: String,
+        /// This process's spec.
+        expected: String,
     },
     /// The lease expired before the first reservation was written.
     #[error("the lease expired while joining namespace {0:?}; try again")]
@@ -128,6 +141,17 @@ fn system_ns() -> u64 {
 }
 
 impl FleetOptions {
+    /// The id space a namespace is bound to: the time base and the node range. Processes with
+    /// another spec are refused in that namespace, so two layouts never share node ids (ids of
+    /// `nanots-host` with 2 and 3 host digits overlap, for one).
+    pub fn spec(&self) -> String {
+        let tb = &self.timebase;
+        format!(
+            "epoch_ns={} tick_ns={} time_bits={} counter_bits={} nodes=0-{}",
+            tb.epoch_ns, tb.tick_ns, tb.time_bits, tb.counter_bits, self.max_node
+        )
+    }
+
     /// The time the protocol compares with marks: [`FleetOptions::clock`], else the wall clock.
     fn now_ns(&self) -> u64 {
         self.clock.as_ref().map_or_else(system_ns, |c| c.now_ns())
@@ -171,6 +195,8 @@ struct Shared {
     store: Arc<dyn Store>,
     opts: FleetOptions,
     node: u64,
+    /// The lease's time to live as granted (whole seconds, at most the one asked for).
+    ttl_ns: AtomicU64,
     lease: AtomicI64,
     token: AtomicI64,
     /// The high-water mark read when the node id was claimed: the final mark never goes below it.
@@ -231,8 +257,15 @@ impl Shared {
 
     /// The lease's safe end: renewal sent at `sent` + TTL, less a tenth for clock-rate error.
     fn safe_deadline(&self, sent: u64) -> u64 {
-        let ttl = self.opts.ttl.as_nanos() as u64;
+        let ttl = self.ttl_ns.load(SeqCst);
         sent + ttl - ttl / 10
+    }
+
+    /// Notes the time to live a store granted: never more than asked, in whole seconds (etcd
+    /// truncates), so the local deadline never outlives the lease.
+    fn granted(&self, ttl: Duration) {
+        let asked = Duration::from_secs(self.opts.ttl.as_secs().max(1));
+        self.ttl_ns.store(ttl.min(asked).as_nanos() as u64, SeqCst);
     }
 
     /// Writes a reservation up to `ns` (only ever raising it). `Ok(false)`: fenced.
@@ -283,7 +316,7 @@ impl StampCell for LeasedCell {
         }
         let unavailable = |why: &str| Error::LeaseLost {
             node: s.node,
-            reason: format!("no time could be reserved ({why}); retrying in the background"),
+            reason: format!("no time could be reserved: {why}"),
         };
         // While the store is failing, callers are refused without a call each: no storm.
         if mono_ns() < s.backoff_until.load(SeqCst) {
@@ -379,11 +412,19 @@ impl Member {
             source,
             waited,
         };
+        if let Some(found) = retry(limit, || store.bind_spec(&ns, &opts.spec())).map_err(fail)? {
+            return Err(FleetError::SpecMismatch {
+                namespace: ns,
+                found,
+                expected: opts.spec(),
+            });
+        }
         let sent = mono_ns();
-        let lease = retry(limit, || store.grant(opts.ttl)).map_err(fail)?;
+        let (lease, granted) = retry(limit, || store.grant(opts.ttl)).map_err(fail)?;
         let shared = Arc::new(Shared {
             store: store.clone(),
             node: 0,
+            ttl_ns: AtomicU64::new(0),
             lease: AtomicI64::new(lease),
             token: AtomicI64::new(0),
             claimed_hwm: AtomicU64::new(0),
@@ -400,6 +441,7 @@ impl Member {
             raise: Mutex::new(()),
             opts: opts.clone(),
         });
+        shared.granted(granted);
         shared.deadline.store(shared.safe_deadline(sent), SeqCst);
         let result = Self::claim(&shared, lease);
         let (node, claimed) = match result {
@@ -458,7 +500,7 @@ impl Member {
             let mut never: Vec<u64> = Vec::new();
             let mut used: Vec<(u64, u64)> = Vec::new();
             for n in 0..=opts.max_node {
-                if scan.held.contains(&n) || skipped.contains(&n) {
+                if scan.held.contains(&n) || skipped.contains(&n) || scan.corrupt.contains(&n) {
                     continue;
                 }
                 match scan.hwm.get(&n) {
@@ -470,6 +512,15 @@ impl Member {
                 }
             }
             used.sort_unstable();
+            // Members starting together begin at different never-used ids, so they do not all
+            // race for the same one (a fleet-wide restart would cost claims quadratic in size).
+            if !never.is_empty() {
+                let spread = (std::process::id() as usize)
+                    .wrapping_mul(31)
+                    .wrapping_add(mono_ns() as usize);
+                let k = spread % never.len();
+                never.rotate_left(k);
+            }
             let candidates: Vec<u64> = never
                 .into_iter()
                 .chain(used.into_iter().map(|(_, n)| n))
@@ -489,10 +540,16 @@ impl Member {
             }
             let mut lost_race = false;
             for n in candidates {
-                let got = retry(opts.join_timeout, || {
-                    s.call(|st| st.try_claim(ns, n, lease, &opts.holder))
-                })
-                .map_err(fail)?;
+                let got = match retry(opts.join_timeout, || {
+                    match s.call(|st| st.try_claim(ns, n, lease, &opts.holder)) {
+                        // A mark that is not a number: this id is skipped, not retried.
+                        Err(StoreError::Corrupt { .. }) => Ok(None),
+                        other => other,
+                    }
+                }) {
+                    Ok(g) => g,
+                    Err(e) => return Err(fail(e)),
+                };
                 let Some(c) = got else {
                     lost_race = true;
                     continue; // taken since the scan: the next candidate
@@ -632,7 +689,17 @@ fn worker(s: &Shared) {
         let sent = mono_ns();
         match s.call(|st| st.keep_alive(lease)) {
             Ok(true) => {
-                s.deadline.store(s.safe_deadline(sent), SeqCst);
+                // The lease lives; is the node key still ours? An operator's `etcdctl del`
+                // removes it under a live lease: stop at once, not at the next reservation.
+                match s.call(|st| st.check_owner(&s.opts.namespace, s.node, s.token.load(SeqCst))) {
+                    Ok(false) => {
+                        s.lose("the node key was deleted or replaced in the store (by an operator?) while this process held it");
+                        pause = interval;
+                        continue;
+                    }
+                    Ok(true) => s.deadline.store(s.safe_deadline(sent), SeqCst),
+                    Err(_) => {}
+                }
                 pause = interval;
             }
             Ok(false) => {
@@ -668,9 +735,10 @@ fn rejoin(s: &Shared) -> bool {
     }
     let ns = &s.opts.namespace;
     let sent = mono_ns();
-    let Ok(lease) = s.call(|st| st.grant(s.opts.ttl)) else {
+    let Ok((lease, granted)) = s.call(|st| st.grant(s.opts.ttl)) else {
         return false;
     };
+    s.granted(granted);
     let claimed = match s.call(|st| st.try_claim(ns, s.node, lease, &s.opts.holder)) {
         Ok(Some(c)) => c,
         _ => {

@@ -35,6 +35,9 @@ pub struct Scan {
     pub held: BTreeSet<u64>,
     /// The high-water mark (Unix ns) of every node id ever used.
     pub hwm: BTreeMap<u64, u64>,
+    /// Node ids whose mark is not a number (written by hand?): never claimed, so one bad key
+    /// does not block the namespace.
+    pub corrupt: BTreeSet<u64>,
 }
 
 /// A successful claim.
@@ -51,11 +54,23 @@ pub struct Claimed {
 /// exist and reads the high-water mark in the same step; `reserve` and `release` write only while
 /// the node key still has the creation revision `token`.
 pub trait Store: Send + Sync {
-    /// Grants a lease of `ttl`; returns its id.
+    /// Grants a lease of `ttl` (whole seconds); returns its id and the time to live the store
+    /// granted (it may grant less).
     ///
     /// # Errors
     /// [`StoreError::Unavailable`].
-    fn grant(&self, ttl: Duration) -> Result<i64, StoreError>;
+    fn grant(&self, ttl: Duration) -> Result<(i64, Duration), StoreError>;
+    /// Binds `namespace` to `spec` (the id space's layout: time base and node range) if it is
+    /// unbound; returns `Some(found)` when it is bound to another spec.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`].
+    fn bind_spec(&self, namespace: &str, spec: &str) -> Result<Option<String>, StoreError>;
+    /// Whether the claim `token` still holds `node` (its key was not deleted or replaced).
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`].
+    fn check_owner(&self, namespace: &str, node: u64, token: i64) -> Result<bool, StoreError>;
     /// Renews a lease; `Ok(false)` if it no longer exists (expired or revoked).
     ///
     /// # Errors
@@ -123,6 +138,7 @@ struct Memory {
     /// (namespace, node) → (lease, create revision).
     nodes: BTreeMap<(String, u64), (i64, i64)>,
     hwm: BTreeMap<(String, u64), u64>,
+    specs: BTreeMap<String, String>,
     down: bool,
     calls: u64,
 }
@@ -174,6 +190,11 @@ impl MemoryStore {
         self.lock().calls
     }
 
+    /// Deletes a node key as an operator would (`etcdctl del`), whoever holds it.
+    pub fn delete_node(&self, namespace: &str, node: u64) {
+        self.lock().nodes.remove(&(namespace.to_string(), node));
+    }
+
     /// The high-water mark stored for a node id.
     pub fn hwm(&self, namespace: &str, node: u64) -> Option<u64> {
         self.lock().hwm.get(&(namespace.to_string(), node)).copied()
@@ -187,13 +208,30 @@ impl MemoryStore {
 }
 
 impl Store for MemoryStore {
-    fn grant(&self, ttl: Duration) -> Result<i64, StoreError> {
+    fn grant(&self, ttl: Duration) -> Result<(i64, Duration), StoreError> {
         let mut m = self.lock();
         m.enter()?;
         m.next_lease += 1;
         let id = m.next_lease;
+        let ttl = Duration::from_secs(ttl.as_secs().max(1));
         m.leases.insert(id, (ttl, Instant::now() + ttl));
-        Ok(id)
+        Ok((id, ttl))
+    }
+
+    fn bind_spec(&self, namespace: &str, spec: &str) -> Result<Option<String>, StoreError> {
+        let mut m = self.lock();
+        m.enter()?;
+        let found = m
+            .specs
+            .entry(namespace.to_string())
+            .or_insert_with(|| spec.to_string());
+        Ok((found != spec).then(|| found.clone()))
+    }
+
+    fn check_owner(&self, namespace: &str, node: u64, token: i64) -> Result<bool, StoreError> {
+        let mut m = self.lock();
+        m.enter()?;
+        Ok(m.nodes.get(&(namespace.to_string(), node)).map(|(_, t)| *t) == Some(token))
     }
 
     fn keep_alive(&self, lease: i64) -> Result<bool, StoreError> {
@@ -231,6 +269,7 @@ impl Store for MemoryStore {
                 .filter(|((ns, _), _)| ns == namespace)
                 .map(|((_, n), h)| (*n, *h))
                 .collect(),
+            corrupt: BTreeSet::new(),
         })
     }
 

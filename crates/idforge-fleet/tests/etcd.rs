@@ -232,7 +232,10 @@ fn etcd_down_past_the_ttl_stops_issuing_with_bounded_calls_and_recovers() {
 fn the_leader_killed_holders_keep_their_ids_and_keep_issuing() {
     let mut c = Cluster::start(3);
     let mut o = snowflake_opts("leader", 3);
-    o.reserve_ahead = Duration::from_secs(2); // the default: more than an election takes
+    // Defaults nearer production's (10 s): an election plus the client finding a live member
+    // takes longer than a 2 s lease's deadline on a loaded 2-core machine.
+    o.ttl = Duration::from_secs(5);
+    o.reserve_ahead = Duration::from_secs(2);
     let m = Member::join(c.store(), o).unwrap();
     let kind = idforge::schemes::catalog::Kind::from_name("snowflake", None).unwrap();
     let g = idforge::schemes::open::Opened::open(
@@ -272,7 +275,7 @@ fn a_clock_behind_the_marks_is_refused_against_etcd_too() {
         .unwrap()
         .as_nanos() as u64
         + 3_600_000_000_000;
-    let lease = store.grant(Duration::from_secs(5)).unwrap();
+    let (lease, _) = store.grant(Duration::from_secs(5)).unwrap();
     let claim = store
         .try_claim("behind", 0, lease, "test")
         .unwrap()
@@ -348,4 +351,60 @@ fn churn_with_kill_9_and_restarts_never_repeats_an_id() {
     }
     eprintln!("churn: {total} ids, {restarts} kill -9 restarts, {secs} s, 0 duplicates");
     assert!(total > 10_000 && restarts > 10);
+}
+
+#[test]
+fn a_mark_written_by_hand_skips_its_node_id_instead_of_blocking_the_namespace() {
+    let c = Cluster::start(1);
+    let out = Command::new("etcdctl")
+        .env("ETCDCTL_API", "3")
+        .args([
+            "--endpoints",
+            &c.endpoints()[0],
+            "put",
+            "/idforge/garbage/hwm/0",
+            "not-a-number",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let a = Member::join(c.store(), snowflake_opts("garbage", 1)).unwrap();
+    assert_eq!(a.node(), 1, "node 0's mark is unreadable: it is skipped");
+    let e = Member::join(c.store(), snowflake_opts("garbage", 1)).unwrap_err();
+    assert!(matches!(e, FleetError::NamespaceFull { .. }), "{e}");
+}
+
+#[test]
+fn a_node_key_deleted_by_an_operator_fences_its_holder_within_a_renewal() {
+    let c = Cluster::start(1);
+    let m = Member::join(c.store(), snowflake_opts("opdel", 0)).unwrap();
+    let kind = idforge::schemes::catalog::Kind::from_name("snowflake", None).unwrap();
+    let g = idforge::schemes::open::Opened::open(
+        &kind,
+        &idforge::schemes::open::OpenOptions {
+            node: Some(m.node()),
+            cell: Some(m.cell()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    g.next().unwrap();
+    let out = Command::new("etcdctl")
+        .env("ETCDCTL_API", "3")
+        .args([
+            "--endpoints",
+            &c.endpoints()[0],
+            "del",
+            "/idforge/opdel/node/0",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    std::thread::sleep(Duration::from_millis(400)); // renewals every 100 ms here
+    let e = g.next().unwrap_err();
+    assert!(e.to_string().contains("deleted or replaced"), "{e}");
 }

@@ -14,7 +14,7 @@ fn opts(ns: &str, max_node: u64) -> (Kind, FleetOptions) {
     let kind = Kind::from_name("snowflake", None).unwrap();
     let tb = kind.timebase(&OpenOptions::default()).unwrap().unwrap();
     let mut o = FleetOptions::new(ns, max_node, tb);
-    o.ttl = Duration::from_millis(600);
+    o.ttl = Duration::from_secs(1); // leases are whole seconds
     o.reserve_ahead = Duration::from_millis(400);
     o.join_timeout = Duration::from_secs(2);
     (kind, o)
@@ -53,7 +53,7 @@ fn twenty_members_at_once_get_twenty_node_ids_and_a_21st_is_told_the_namespace_i
     );
     assert!(e.to_string().contains("is full"), "{e}");
     // Another namespace is another id space.
-    assert_eq!(Member::join(store, opts("other", 19).1).unwrap().node(), 0);
+    assert!(Member::join(store, opts("other", 19).1).unwrap().node() <= 19);
 }
 
 #[test]
@@ -167,7 +167,7 @@ fn a_clock_behind_every_mark_is_refused_with_how_far() {
         .as_nanos() as u64
         + 3_600_000_000_000;
     for n in 0..2 {
-        let lease = store.grant(Duration::from_secs(5)).unwrap();
+        let (lease, _) = store.grant(Duration::from_secs(5)).unwrap();
         let c = store
             .try_claim("behind", n, lease, "test")
             .unwrap()
@@ -177,4 +177,57 @@ fn a_clock_behind_every_mark_is_refused_with_how_far() {
     let e = Member::join(store, o).unwrap_err();
     assert!(matches!(e, FleetError::ClockBehind { .. }), "{e}");
     assert!(e.to_string().contains("behind"), "{e}");
+}
+
+#[test]
+fn a_namespace_is_bound_to_one_layout() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let (_, o) = opts("shared-name", 3);
+    let _a = Member::join(store.clone(), o.clone()).unwrap();
+    // nanots-host with 2 and 3 digits, or two custom layouts, in one namespace would overlap.
+    let mut other = o.clone();
+    other.timebase.tick_ns *= 10;
+    let e = Member::join(store.clone(), other).unwrap_err();
+    assert!(matches!(e, FleetError::SpecMismatch { .. }), "{e}");
+    assert!(e.to_string().contains("namespace per layout"), "{e}");
+    let mut wider = o;
+    wider.max_node = 7;
+    assert!(
+        Member::join(store, wider).is_err(),
+        "another node range is another id space"
+    );
+}
+
+#[test]
+fn a_node_key_deleted_under_a_live_lease_fences_the_holder_at_its_next_renewal() {
+    let mem = Arc::new(MemoryStore::new());
+    let store: Arc<dyn Store> = mem.clone();
+    let (kind, o) = opts("deleted", 0);
+    let a = Member::join(store.clone(), o.clone()).unwrap();
+    let ga = open(&kind, &a);
+    ga.next().unwrap();
+    mem.delete_node("deleted", 0);
+    // Renewals every min(T/3, R/4) = 100 ms: fenced well before the reservation (400 ms) ends.
+    std::thread::sleep(Duration::from_millis(250));
+    let e = ga.next().unwrap_err();
+    assert!(e.to_string().contains("deleted or replaced"), "{e}");
+}
+
+#[test]
+fn a_fractional_ttl_is_cut_to_whole_seconds_so_the_deadline_never_outlives_the_lease() {
+    let mem = Arc::new(MemoryStore::new());
+    let store: Arc<dyn Store> = mem.clone();
+    let (kind, mut o) = opts("ttl", 0);
+    o.ttl = Duration::from_millis(1900); // the store grants 1 s
+    o.reserve_ahead = Duration::from_secs(5);
+    let a = Member::join(store.clone(), o.clone()).unwrap();
+    let ga = open(&kind, &a);
+    ga.next().unwrap();
+    a.freeze_renewals(true);
+    // 0.9 of the granted 1 s: refused by 950 ms, before the store frees the id at 1 s.
+    std::thread::sleep(Duration::from_millis(950));
+    assert!(
+        ga.next().is_err(),
+        "issuing past the granted lease's deadline"
+    );
 }
