@@ -100,13 +100,16 @@ mod with_etcd {
             .expect("checked by plan: a node-based scheme");
         let mut fo = FleetOptions::new(p.namespace.clone(), max, tb);
         fo.ttl = p.ttl;
+        let started = std::time::Instant::now();
         let member =
             Member::join(Arc::new(store), fo).map_err(|e| crate::failure::Fleet(e.to_string()))?;
+        let took = started.elapsed();
         let st = member.status();
         eprintln!(
-            "idforge: node {} leased from etcd namespace {:?} (fencing token {}), time reserved to {}",
+            "idforge: node {} leased from etcd namespace {:?} in {:.1} ms (fencing token {}), time reserved to {}",
             st.node,
             st.namespace,
+            took.as_secs_f64() * 1e3,
             st.token,
             idforge::time::format_unix_ns(i128::from(st.reserved_ns), 3)
         );
