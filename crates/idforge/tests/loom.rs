@@ -1,5 +1,10 @@
 //! Loom models of the sequencer's CAS step: every interleaving of 2 and 3 threads (including
 //! spurious CAS failures) issues distinct stamps, increasing within each thread.
+//!
+//! Built only with `--cfg loom` (loom is a dev-dependency under that cfg):
+//! `RUSTFLAGS="--cfg loom" cargo test -p idforge --test loom`, as `.ci/run` does.
+
+#![cfg(loom)]
 
 use idforge::{Clock, ManualClock, Policy, Sequencer, StampCell, Timebase};
 use loom::sync::atomic::{AtomicU64, Ordering};

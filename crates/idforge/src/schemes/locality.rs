@@ -990,8 +990,9 @@ pub fn shared() -> &'static LocalityGenerator {
 
 /// Loom model of the counter step: every interleaving of threads taking counter values (and of a
 /// thread switching the mode, as `use_sequential`/`use_variable` do) gives each id its own
-/// counter value.
-#[cfg(test)]
+/// counter value. Built only with `--cfg loom`: `RUSTFLAGS="--cfg loom" cargo test -p idforge --lib
+/// loom_model`, as `.ci/run` does.
+#[cfg(all(test, loom))]
 mod loom_model {
     use super::*;
     use loom::sync::atomic::{AtomicU64 as LoomU64, Ordering as LoomOrdering};

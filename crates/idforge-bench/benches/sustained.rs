@@ -2,8 +2,8 @@
 //! sampled throughout: 2 threads on one in-process generator, 2 threads on one host-wide
 //! generator, and 2 processes on one state file.
 //!
-//! Run: `cargo bench -p idforge --bench sustained`. Prints one line per case; no criterion (the
-//! quantity is a rate over a fixed second, not a per-call time).
+//! Run: `cargo bench -p idforge-bench --bench sustained`. Prints one line per case; no criterion
+//! (the quantity is a rate over a fixed second, not a per-call time).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;

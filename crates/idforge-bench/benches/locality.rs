@@ -8,7 +8,7 @@
 //! * `locality/uuid_now_v7`, `locality/uuid_now_v7_threads2`: the `uuid` crate's UUIDv7, the same
 //!   two ways.
 //!
-//! Run: `cargo bench -p idforge --bench locality`
+//! Run: `cargo bench -p idforge-bench --bench locality`
 
 use std::hint::black_box;
 

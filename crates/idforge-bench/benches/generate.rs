@@ -15,7 +15,7 @@
 //! call still reads the clock and performs the CAS. `uuid7` (65,536 per ms) is also measured with
 //! its default policy.
 //!
-//! Run: `cargo bench -p idforge --bench generate` (ratios: `scripts/bench-ratios`).
+//! Run: `cargo bench -p idforge-bench --bench generate` (ratios: `scripts/bench-ratios`).
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
