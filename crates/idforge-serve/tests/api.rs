@@ -294,6 +294,15 @@ fn schemes_health_readiness_metrics_and_openapi() {
 
     let api = get(s.addr, "/openapi.json", &[]).json();
     assert!(api["openapi"].as_str().unwrap().starts_with("3."));
+    // The document names every scheme of the catalog (so generated requests reach them all).
+    let names: Vec<&str> = api["paths"]["/v1/ids/{scheme}"]["get"]["parameters"][0]["schema"]
+        ["enum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(names, idforge::schemes::catalog::NAMES);
     for path in [
         "/v1/ids/{scheme}",
         "/v1/inspect/{id}",
