@@ -188,6 +188,10 @@ impl App {
     }
 
     fn find(&self, name: &str) -> Result<usize, ApiError> {
+        // The usual request names a served scheme exactly.
+        if let Some(i) = self.schemes.iter().position(|s| s.gen.name() == name) {
+            return Ok(i);
+        }
         let kind = resolve(name, self.config.layout.as_deref())
             .map_err(|e| fail(StatusCode::BAD_REQUEST, query_words(&format!("{e:#}"))))?;
         self.schemes
@@ -299,6 +303,8 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
 /// # Errors
 /// Those of [`serve`], and a runtime that cannot start.
 pub fn run_blocking(config: Config) -> anyhow::Result<()> {
+    // One worker per core (tokio's default): measured faster than one worker on 2 cores with
+    // the load generator beside the server (docs/BENCHMARKS.md).
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -601,9 +607,9 @@ async fn ids(
     State(app): State<Arc<App>>,
     scheme: Result<Path<String>, axum::extract::rejection::PathRejection>,
     query: Params,
-    headers: HeaderMap,
+    req: Request,
 ) -> Response {
-    ids_inner(app, scheme, query, headers)
+    ids_inner(app, scheme, query, req.headers())
         .await
         .unwrap_or_else(IntoResponse::into_response)
 }
@@ -612,7 +618,7 @@ async fn ids_inner(
     app: Arc<App>,
     scheme: Result<Path<String>, axum::extract::rejection::PathRejection>,
     query: Params,
-    headers: HeaderMap,
+    headers: &HeaderMap,
 ) -> Result<Response, ApiError> {
     let Path(scheme) = scheme.map_err(|e| fail(StatusCode::BAD_REQUEST, e.body_text()))?;
     let p = params(query, &["count", "format"])?;
@@ -632,7 +638,7 @@ async fn ids_inner(
             }
         },
     };
-    let body = negotiate(&headers)?;
+    let body = negotiate(headers)?;
     let s = &app.schemes[i];
     let format = s
         .gen
