@@ -12,7 +12,8 @@ use idforge_serve::Settings;
 #[derive(Args, Debug)]
 pub struct ServeArgs {
     /// A TOML file of settings (keys: listen, schemes, node, host, layout, in_process,
-    /// max_count, timeout_ms, tokens_file), below flags and environment variables.
+    /// max_count, timeout_ms, tokens_file, etcd, namespace_prefix, lease_ttl), below flags and
+    /// environment variables.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Address to listen on [default: 127.0.0.1:7470]. Beyond loopback, set bearer tokens.
@@ -46,6 +47,22 @@ pub struct ServeArgs {
     /// needs `Authorization: Bearer TOKEN`.
     #[arg(long, value_name = "FILE")]
     tokens_file: Option<PathBuf>,
+    /// Lease the node id of every scheme with one (global-id, global-id-128, snowflake,
+    /// sonyflake, nanots-host, custom with a node field) from etcd instead of --node and --host:
+    /// ENDPOINTS is a comma-separated list such as http://10.0.0.1:2379. Each scheme holds its own
+    /// node id in the namespace PREFIX + scheme name, under a lease, with time reserved ahead;
+    /// /readyz answers 503 while one is not held (docs/FLEET.md). Needs a build with the `etcd`
+    /// feature.
+    #[arg(long, value_name = "ENDPOINTS")]
+    etcd: Option<String>,
+    /// With --etcd: the prefix of each scheme's namespace [default: none, so snowflake's
+    /// namespace is `snowflake`, shared with `idforge gen snowflake --etcd`].
+    #[arg(long, value_name = "PREFIX")]
+    namespace_prefix: Option<String>,
+    /// With --etcd: the lease's time to live in seconds [default: 10]: how long a crashed
+    /// server's node ids stay taken, and how long it issues without reaching etcd.
+    #[arg(long, value_name = "SECS")]
+    lease_ttl: Option<u64>,
 }
 
 /// Runs `idforge serve` until SIGTERM or SIGINT.
@@ -61,6 +78,9 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         timeout_ms: a.timeout_ms,
         tokens_file: a.tokens_file,
         tokens: None,
+        etcd: a.etcd,
+        namespace_prefix: a.namespace_prefix,
+        lease_ttl: a.lease_ttl,
     };
     let file = match &a.config {
         Some(path) => Settings::from_file(path)?,

@@ -31,7 +31,13 @@ pub const ENVIRONMENT: &str = "Environment (below flags, above the --config file
   IDFORGE_TIMEOUT_MS   request timeout in milliseconds (--timeout-ms)
   IDFORGE_TOKENS_FILE  bearer tokens, one per line (--tokens-file)
   IDFORGE_TOKENS       more bearer tokens, comma separated (added to the file's)
+  IDFORGE_ETCD         etcd endpoints, comma separated: lease node ids from etcd (--etcd)
+  IDFORGE_NAMESPACE_PREFIX  prefix of each scheme's etcd namespace (--namespace-prefix)
+  IDFORGE_LEASE_TTL    the etcd lease's time to live in seconds (--lease-ttl)
   IDFORGE_STATE_DIR    directory of the host-wide state files (default ~/.local/state/idforge)";
+
+/// The default etcd lease TTL.
+pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
 
 /// One layer of settings: each field is set or left to the layer below.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
@@ -59,6 +65,23 @@ pub struct Settings {
     /// name a tokens file instead).
     #[serde(skip)]
     pub tokens: Option<Vec<String>>,
+    /// etcd endpoints, comma separated: every node-based scheme leases its node id from etcd.
+    pub etcd: Option<String>,
+    /// The prefix of each scheme's etcd namespace (the namespace is prefix + scheme name).
+    pub namespace_prefix: Option<String>,
+    /// The etcd lease's time to live in seconds.
+    pub lease_ttl: Option<u64>,
+}
+
+/// Where node ids are leased: etcd endpoints, the namespaces' prefix and the lease's TTL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fleet {
+    /// The etcd client endpoints.
+    pub endpoints: Vec<String>,
+    /// Each scheme's namespace is this prefix and the scheme's name (`snowflake`, ...).
+    pub namespace_prefix: String,
+    /// The lease's time to live.
+    pub lease_ttl: Duration,
 }
 
 /// The service's configuration, complete.
@@ -82,6 +105,8 @@ pub struct Config {
     pub timeout: Duration,
     /// Bearer tokens; empty: no authentication.
     pub tokens: Vec<String>,
+    /// Node ids leased from etcd instead of `node` and `host`.
+    pub fleet: Option<Fleet>,
 }
 
 impl Default for Config {
@@ -106,11 +131,15 @@ impl Settings {
             timeout_ms: self.timeout_ms.or(lower.timeout_ms),
             tokens_file: self.tokens_file.or(lower.tokens_file),
             tokens: self.tokens.or(lower.tokens),
+            etcd: self.etcd.or(lower.etcd),
+            namespace_prefix: self.namespace_prefix.or(lower.namespace_prefix),
+            lease_ttl: self.lease_ttl.or(lower.lease_ttl),
         }
     }
 
     /// The settings of a TOML file (keys as the fields of [`Settings`]: `listen`, `schemes`,
-    /// `node`, `host`, `layout`, `in_process`, `max_count`, `timeout_ms`, `tokens_file`).
+    /// `node`, `host`, `layout`, `in_process`, `max_count`, `timeout_ms`, `tokens_file`, `etcd`,
+    /// `namespace_prefix`, `lease_ttl`).
     ///
     /// # Errors
     /// A file that cannot be read, is not TOML, or has an unknown key.
@@ -178,6 +207,9 @@ impl Settings {
             timeout_ms: num("IDFORGE_TIMEOUT_MS")?,
             tokens_file: get("IDFORGE_TOKENS_FILE").map(PathBuf::from),
             tokens: list("IDFORGE_TOKENS"),
+            etcd: get("IDFORGE_ETCD"),
+            namespace_prefix: get("IDFORGE_NAMESPACE_PREFIX"),
+            lease_ttl: num("IDFORGE_LEASE_TTL")?,
         })
     }
 
@@ -228,6 +260,42 @@ impl Settings {
                 t.len()
             );
         }
+        let fleet = match self.etcd.as_deref() {
+            None => {
+                if self.namespace_prefix.is_some() || self.lease_ttl.is_some() {
+                    bail!("--namespace-prefix and --lease-ttl go with --etcd (IDFORGE_ETCD): name the etcd endpoints");
+                }
+                None
+            }
+            Some(eps) => {
+                let endpoints: Vec<String> = eps
+                    .split(',')
+                    .map(|e| e.trim().to_string())
+                    .filter(|e| !e.is_empty())
+                    .collect();
+                if endpoints.is_empty() {
+                    bail!("--etcd needs at least one endpoint, e.g. http://127.0.0.1:2379");
+                }
+                if self.node.is_some() || self.host.is_some() {
+                    bail!("--etcd leases the node ids: leave out --node and --host (IDFORGE_NODE, IDFORGE_HOST, the file's node and host)");
+                }
+                let namespace_prefix = self.namespace_prefix.unwrap_or_default();
+                if namespace_prefix.contains('/') {
+                    bail!("--namespace-prefix {namespace_prefix:?}: use a name without '/'");
+                }
+                let lease_ttl = self
+                    .lease_ttl
+                    .map_or(DEFAULT_LEASE_TTL, Duration::from_secs);
+                if lease_ttl < Duration::from_secs(2) {
+                    bail!("--lease-ttl must be at least 2 seconds");
+                }
+                Some(Fleet {
+                    endpoints,
+                    namespace_prefix,
+                    lease_ttl,
+                })
+            }
+        };
         Ok(Config {
             listen,
             schemes: self.schemes,
@@ -238,6 +306,7 @@ impl Settings {
             max_count,
             timeout,
             tokens,
+            fleet,
         })
     }
 }
@@ -286,5 +355,37 @@ mod tests {
             ..Settings::default()
         };
         assert!(zero.finish().is_err());
+        let both = Settings {
+            etcd: Some("http://127.0.0.1:2379".into()),
+            node: Some(3),
+            ..Settings::default()
+        };
+        assert!(format!("{:#}", both.finish().unwrap_err()).contains("leave out --node"));
+        let ttl = Settings {
+            etcd: Some("http://127.0.0.1:2379".into()),
+            lease_ttl: Some(1),
+            ..Settings::default()
+        };
+        assert!(ttl.finish().unwrap_err().to_string().contains("at least 2"));
+        let alone = Settings {
+            lease_ttl: Some(5),
+            ..Settings::default()
+        };
+        assert!(alone.finish().unwrap_err().to_string().contains("--etcd"));
+    }
+
+    #[test]
+    fn etcd_from_the_file_and_the_environment() {
+        let file = Settings::from_toml(
+            "etcd = \"http://a:2379, http://b:2379\"\nnamespace_prefix = \"prod-\"\n",
+        )
+        .unwrap();
+        let env = Settings::from_vars(|k| (k == "IDFORGE_LEASE_TTL").then(|| "4".into())).unwrap();
+        let c = env.or(file).finish().unwrap();
+        let f = c.fleet.unwrap();
+        assert_eq!(f.endpoints, ["http://a:2379", "http://b:2379"]);
+        assert_eq!(f.namespace_prefix, "prod-");
+        assert_eq!(f.lease_ttl, Duration::from_secs(4));
+        assert!(Config::default().fleet.is_none());
     }
 }

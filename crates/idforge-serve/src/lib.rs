@@ -33,14 +33,16 @@ use idforge::text::Format;
 use idforge::StateOptions;
 
 mod config;
+mod fleet;
 pub mod json;
 mod metrics;
 
 pub use config::{
-    Config, Settings, DEFAULT_LISTEN, DEFAULT_MAX_COUNT, DEFAULT_TIMEOUT, ENVIRONMENT,
-    MAX_URI_BYTES,
+    Config, Fleet, Settings, DEFAULT_LEASE_TTL, DEFAULT_LISTEN, DEFAULT_MAX_COUNT, DEFAULT_TIMEOUT,
+    ENVIRONMENT, MAX_URI_BYTES,
 };
-use metrics::{Metrics, SchemeGauges};
+use fleet::{Lease, LeaseStatus};
+use metrics::{LeaseGauges, Metrics, SchemeGauges};
 
 /// The OpenAPI 3 document of the service, as served at `/openapi.json`.
 pub const OPENAPI: &str = include_str!("openapi.json");
@@ -53,6 +55,14 @@ struct Served {
     issued: AtomicU64,
     /// Why it can no longer issue (a lost state file), once that happened.
     broken: Mutex<Option<String>>,
+    /// Its node id's lease, with `--etcd`.
+    lease: Option<Lease>,
+}
+
+impl Served {
+    fn lease_status(&self) -> Option<LeaseStatus> {
+        self.lease.as_ref().and_then(Lease::status)
+    }
 }
 
 /// The service: its configuration and the schemes it opened.
@@ -96,7 +106,14 @@ impl App {
                 node,
                 ..OpenOptions::default()
             };
-            if !config.in_process && kind.host_wide() {
+            // With --etcd the node id is leased, and the member's cell keeps the stamp (with
+            // time reserved in etcd) instead of a state file.
+            let lease = match &config.fleet {
+                Some(f) if kind.leases_node() => Some(Lease::join(f, &kind, &mut opts)?),
+                _ => None,
+            };
+            let node = opts.node;
+            if lease.is_none() && !config.in_process && kind.host_wide() {
                 let path = kind.default_state_path(&opts).with_context(|| {
                     format!("{}: no default state file (set IDFORGE_STATE_DIR, or serve with --in-process)", kind.name())
                 })?;
@@ -113,6 +130,7 @@ impl App {
                 node,
                 issued: AtomicU64::new(0),
                 broken: Mutex::new(None),
+                lease,
             });
         }
         if schemes.is_empty() {
@@ -146,7 +164,34 @@ impl App {
             .collect()
     }
 
+    /// The leases held, by scheme: (scheme, namespace, node id, fencing token).
+    pub fn leases(&self) -> Vec<(String, String, u64, i64)> {
+        self.schemes
+            .iter()
+            .filter_map(|s| {
+                let st = s.lease_status()?;
+                Some((s.gen.name().to_string(), st.namespace, st.node, st.token))
+            })
+            .collect()
+    }
+
+    /// Gives every leased node id back (recording the last time issued as its mark); after this
+    /// the leased schemes issue nothing. Returns the failures, by scheme.
+    pub fn release_leases(&self) -> Vec<(String, String)> {
+        self.schemes
+            .iter()
+            .filter_map(|s| {
+                let e = s.lease.as_ref()?.shutdown().err()?;
+                Some((s.gen.name().to_string(), e))
+            })
+            .collect()
+    }
+
     fn find(&self, name: &str) -> Result<usize, ApiError> {
+        // The usual request names a served scheme exactly.
+        if let Some(i) = self.schemes.iter().position(|s| s.gen.name() == name) {
+            return Ok(i);
+        }
         let kind = resolve(name, self.config.layout.as_deref())
             .map_err(|e| fail(StatusCode::BAD_REQUEST, query_words(&format!("{e:#}"))))?;
         self.schemes
@@ -215,7 +260,10 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     if !listen.ip().is_loopback() && config.tokens.is_empty() {
         eprintln!("idforge serve: warning: listening on {listen}, beyond this machine, with no bearer tokens: anyone who can reach it can take ids; set --tokens-file or IDFORGE_TOKENS");
     }
-    let app = App::open(config)?;
+    // Joining a fleet talks to etcd and may wait: off the async workers.
+    let app = tokio::task::spawn_blocking(move || App::open(config))
+        .await
+        .context("opening the schemes panicked")??;
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .with_context(|| format!("cannot listen on {listen} (choose another with --listen)"))?;
@@ -232,7 +280,20 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     for (scheme, path) in app.state_files() {
         eprintln!("idforge serve: {scheme}: state file {}", path.display());
     }
-    serve_on(listener, app, shutdown_signal()).await?;
+    for (scheme, namespace, node, token) in app.leases() {
+        eprintln!("idforge serve: {scheme}: node {node} leased from etcd namespace {namespace:?} (fencing token {token})");
+    }
+    let served = serve_on(listener, app.clone(), shutdown_signal()).await;
+    let releasing = app.clone();
+    let failed = tokio::task::spawn_blocking(move || releasing.release_leases())
+        .await
+        .unwrap_or_default();
+    for (scheme, e) in failed {
+        eprintln!("idforge serve: {scheme}: could not give the node id back ({e}); its lease expires on its own and the reservation stays as its mark");
+    }
+    // The etcd store owns a runtime of its own, which may not be dropped on an async worker.
+    let _ = tokio::task::spawn_blocking(move || drop(app)).await;
+    served?;
     eprintln!("idforge serve: stopped");
     Ok(())
 }
@@ -242,6 +303,8 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
 /// # Errors
 /// Those of [`serve`], and a runtime that cannot start.
 pub fn run_blocking(config: Config) -> anyhow::Result<()> {
+    // One worker per core (tokio's default): measured faster than one worker on 2 cores with
+    // the load generator beside the server (docs/BENCHMARKS.md).
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -323,14 +386,13 @@ fn json_ok(v: &serde_json::Value) -> Response {
 /// non-JSON errors made JSON, and the metrics.
 async fn guard(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
     let start = Instant::now();
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or("unmatched", |m| m.as_str())
-        .to_string();
+    let route = req.extensions().get::<MatchedPath>().cloned();
     let res = guarded(&app, req, next).await;
-    app.metrics
-        .record(&route, res.status().as_u16(), start.elapsed());
+    app.metrics.record(
+        route.as_ref().map_or("unmatched", |m| m.as_str()),
+        res.status().as_u16(),
+        start.elapsed(),
+    );
     res
 }
 
@@ -347,20 +409,18 @@ async fn guarded(app: &Arc<App>, req: Request, next: Next) -> Response {
             return e.into_response();
         }
     }
-    // A task of its own, so a panic is a 500 here and not a dropped connection.
-    let task = tokio::spawn(next.run(req));
-    let abort = task.abort_handle();
-    let res = match tokio::time::timeout(app.config.timeout, task).await {
+    // A panic is caught here, so it is a 500 and not a dropped connection; on the timeout the
+    // handler is dropped.
+    let handler = CatchPanic(Box::pin(next.run(req)));
+    let res = match tokio::time::timeout(app.config.timeout, handler).await {
         Ok(Ok(res)) => res,
-        Ok(Err(e)) if e.is_panic() => {
+        Ok(Err(())) => {
             return error(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "internal error: the request handler panicked (a bug: please report it)",
             )
         }
-        Ok(Err(_)) => return error(StatusCode::SERVICE_UNAVAILABLE, "the request was cancelled"),
         Err(_) => {
-            abort.abort();
             return error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 &format!(
@@ -371,6 +431,25 @@ async fn guarded(app: &Arc<App>, req: Request, next: Next) -> Response {
         }
     };
     json_errors(res).await
+}
+
+/// A future whose panic is caught and answered as `Err(())` (the handler is then dropped).
+struct CatchPanic<F>(std::pin::Pin<Box<F>>);
+
+impl<F: Future> Future for CatchPanic<F> {
+    type Output = Result<F::Output, ()>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let fut = self.0.as_mut();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fut.poll(cx))) {
+            Ok(std::task::Poll::Ready(v)) => std::task::Poll::Ready(Ok(v)),
+            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
+            Err(_) => std::task::Poll::Ready(Err(())),
+        }
+    }
 }
 
 /// Error responses that are not JSON yet (the router's own: 405, bad path text) made JSON.
@@ -516,6 +595,7 @@ fn refusal(e: &idforge::Error) -> StatusCode {
     use idforge::Error as E;
     match e {
         E::StateFile(_)
+        | E::LeaseLost { .. }
         | E::ClockBehind { .. }
         | E::TimeOutOfRange { .. }
         | E::BeforeEpoch { .. } => StatusCode::SERVICE_UNAVAILABLE,
@@ -527,9 +607,9 @@ async fn ids(
     State(app): State<Arc<App>>,
     scheme: Result<Path<String>, axum::extract::rejection::PathRejection>,
     query: Params,
-    headers: HeaderMap,
+    req: Request,
 ) -> Response {
-    ids_inner(app, scheme, query, headers)
+    ids_inner(app, scheme, query, req.headers())
         .await
         .unwrap_or_else(IntoResponse::into_response)
 }
@@ -538,7 +618,7 @@ async fn ids_inner(
     app: Arc<App>,
     scheme: Result<Path<String>, axum::extract::rejection::PathRejection>,
     query: Params,
-    headers: HeaderMap,
+    headers: &HeaderMap,
 ) -> Result<Response, ApiError> {
     let Path(scheme) = scheme.map_err(|e| fail(StatusCode::BAD_REQUEST, e.body_text()))?;
     let p = params(query, &["count", "format"])?;
@@ -558,28 +638,29 @@ async fn ids_inner(
             }
         },
     };
-    let body = negotiate(&headers)?;
+    let body = negotiate(headers)?;
     let s = &app.schemes[i];
     let format = s
         .gen
         .text_format(p.get("format").map(String::as_str))
         .map_err(|e| fail(StatusCode::BAD_REQUEST, query_words(&e.to_string())))?;
-    // The sequencer may sleep until the next tick when one runs out: off the async workers.
-    let worker = app.clone();
-    let made = tokio::task::spawn_blocking(move || {
-        let s = &worker.schemes[i];
-        let mut ids = Vec::with_capacity(count as usize);
-        s.gen.take(count, |id| ids.push(id)).map(|()| ids)
-    })
-    .await
-    .map_err(|_| {
-        fail(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal error: id generation panicked (a bug: please report it)",
-        )
-    })?;
-    let ids = match made {
-        Ok(ids) => ids,
+    // Small batches are made here; a large one (the sequencer may sleep until the next tick
+    // when one runs out) on the blocking pool, off the async workers.
+    let made = if count <= INLINE_COUNT {
+        issue(s, count, body, format)
+    } else {
+        let worker = app.clone();
+        tokio::task::spawn_blocking(move || issue(&worker.schemes[i], count, body, format))
+            .await
+            .map_err(|_| {
+                fail(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal error: id generation panicked (a bug: please report it)",
+                )
+            })?
+    };
+    let bytes = match made {
+        Ok(bytes) => bytes,
         Err(e) => {
             if matches!(e, idforge::Error::StateFile(_)) {
                 *s.broken.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
@@ -590,54 +671,85 @@ async fn ids_inner(
             ));
         }
     };
-    s.issued.fetch_add(ids.len() as u64, Ordering::Relaxed);
-    let (content_type, bytes) = match body {
+    s.issued.fetch_add(count, Ordering::Relaxed);
+    let content_type = match body {
+        Body3::Json => "application/json",
+        Body3::Text => "text/plain; charset=utf-8",
+        Body3::Octets => "application/octet-stream",
+    };
+    let mut res = Response::new(Body::from(bytes));
+    let h = res.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(res)
+}
+
+/// Batches up to this many ids are made on the async worker: at most one tick's wait.
+const INLINE_COUNT: u64 = 64;
+
+/// `count` ids of `s`, written straight into the body (no id is kept apart from its text).
+fn issue(
+    s: &Served,
+    count: u64,
+    body: Body3,
+    format: idforge::schemes::open::TextFormat,
+) -> Result<Vec<u8>, idforge::Error> {
+    use idforge::schemes::open::TextFormat;
+    let bits = s.gen.bits();
+    let n = count as usize;
+    // Id text is digits, letters, `-`, `:` and `.`: nothing to escape in JSON.
+    let put = |out: &mut Vec<u8>, id: u128| match format {
+        TextFormat::Plain(f) => {
+            out.extend_from_slice(idforge::text::encode(id, bits, f).as_bytes())
+        }
+        TextFormat::Time => out.extend_from_slice(s.gen.render(id, format).as_bytes()),
+    };
+    let width = match format {
+        TextFormat::Plain(idforge::text::Format::Uuid) => 36,
+        TextFormat::Plain(idforge::text::Format::Hex) => idforge::text::hex_width(bits),
+        TextFormat::Plain(idforge::text::Format::Base32) => idforge::text::base32_width(bits),
+        TextFormat::Plain(idforge::text::Format::Dec) if bits <= 64 => 20,
+        _ => 40,
+    };
+    match body {
         Body3::Json => {
-            let mut out = String::with_capacity(ids.len() * 40 + 12);
-            out.push_str("{\"ids\":[");
-            for (n, id) in ids.iter().enumerate() {
-                if n > 0 {
-                    out.push(',');
+            let mut out = Vec::with_capacity(n * (width + 3) + 10);
+            out.extend_from_slice(b"{\"ids\":[");
+            let mut first = true;
+            s.gen.take(count, |id| {
+                if !first {
+                    out.push(b',');
                 }
-                // Id text is digits, letters, `-`, `:` and `.`: nothing to escape.
-                out.push('"');
-                out.push_str(&s.gen.render(*id, format));
-                out.push('"');
-            }
-            out.push_str("]}");
-            ("application/json", out.into_bytes())
+                first = false;
+                out.push(b'"');
+                put(&mut out, id);
+                out.push(b'"');
+            })?;
+            out.extend_from_slice(b"]}");
+            Ok(out)
         }
         Body3::Text => {
-            let mut out = String::with_capacity(ids.len() * 40);
-            for id in &ids {
-                out.push_str(&s.gen.render(*id, format));
-                out.push('\n');
-            }
-            ("text/plain; charset=utf-8", out.into_bytes())
+            let mut out = Vec::with_capacity(n * (width + 1));
+            s.gen.take(count, |id| {
+                put(&mut out, id);
+                out.push(b'\n');
+            })?;
+            Ok(out)
+        }
+        Body3::Octets if bits > 64 => {
+            let mut out = Vec::with_capacity(n * 16);
+            s.gen
+                .take(count, |id| out.extend_from_slice(&id.to_be_bytes()))?;
+            Ok(out)
         }
         Body3::Octets => {
-            let wide = s.gen.bits() > 64;
-            let mut out = Vec::with_capacity(ids.len() * if wide { 16 } else { 8 });
-            for id in &ids {
-                if wide {
-                    out.extend_from_slice(&id.to_be_bytes());
-                } else {
-                    out.extend_from_slice(&(*id as u64).to_be_bytes());
-                }
-            }
-            ("application/octet-stream", out)
+            let mut out = Vec::with_capacity(n * 8);
+            s.gen.take(count, |id| {
+                out.extend_from_slice(&(id as u64).to_be_bytes())
+            })?;
+            Ok(out)
         }
-    };
-    Ok(Response::builder()
-        .header(header::CONTENT_TYPE, content_type)
-        .header(header::CACHE_CONTROL, "no-store")
-        .body(Body::from(bytes))
-        .unwrap_or_else(|_| {
-            error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "cannot build the response",
-            )
-        }))
+    }
 }
 
 /// A library message in the service's words: ``format `hex` `` as `format=hex`, the command
@@ -730,6 +842,26 @@ async fn readyz(State(app): State<Arc<App>>) -> Response {
                 problems.push(format!("{}: {why}", s.gen.name()));
                 continue;
             }
+            if let Some(lease) = &s.lease {
+                match lease.status() {
+                    Some(st) if st.issuing => {}
+                    Some(st) => {
+                        problems.push(format!(
+                            "{}: node {} is not held ({})",
+                            s.gen.name(),
+                            st.node,
+                            st.lost
+                                .as_deref()
+                                .unwrap_or("the lease could not be renewed in time")
+                        ));
+                        continue;
+                    }
+                    None => {
+                        problems.push(format!("{}: the node id was given back", s.gen.name()));
+                        continue;
+                    }
+                }
+            }
             if let Err(e) = s.gen.next() {
                 if matches!(e, idforge::Error::StateFile(_)) {
                     *s.broken.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
@@ -752,15 +884,21 @@ async fn readyz(State(app): State<Arc<App>>) -> Response {
 }
 
 async fn metrics_text(State(app): State<Arc<App>>) -> Response {
-    let ready = app
-        .schemes
-        .iter()
-        .all(|s| s.broken.lock().unwrap_or_else(|p| p.into_inner()).is_none());
-    let gauges = app.schemes.iter().map(|s| SchemeGauges {
+    let leases: Vec<Option<LeaseStatus>> = app.schemes.iter().map(Served::lease_status).collect();
+    let ready = app.schemes.iter().zip(&leases).all(|(s, l)| {
+        s.broken.lock().unwrap_or_else(|p| p.into_inner()).is_none()
+            && (s.lease.is_none() || l.as_ref().is_some_and(|l| l.issuing))
+    });
+    let gauges = app.schemes.iter().zip(&leases).map(|(s, l)| SchemeGauges {
         name: s.gen.name(),
         issued: &s.issued,
         lead: s.gen.lead(),
-        node: s.node,
+        node: l.as_ref().map(|l| l.node).or(s.node),
+        lease: s.lease.as_ref().map(|_| LeaseGauges {
+            held: l.as_ref().is_some_and(|l| l.issuing),
+            token: l.as_ref().map_or(0, |l| l.token),
+            ahead_secs: l.as_ref().map_or(0.0, |l| l.ahead_secs),
+        }),
     });
     let text = app.metrics.render(gauges, ready);
     (
@@ -863,6 +1001,32 @@ mod tests {
             .render(std::iter::empty(), true)
             .contains("route=\"/boom\",status=\"500\"} 1"));
         rt.shutdown_background();
+    }
+
+    #[cfg(not(feature = "etcd"))]
+    #[test]
+    fn etcd_without_the_feature_says_how_to_build_it() {
+        let config = Settings {
+            etcd: Some("http://127.0.0.1:2379".into()),
+            schemes: Some(vec!["uuid7".into(), "snowflake".into()]),
+            in_process: Some(true),
+            ..Settings::default()
+        }
+        .finish()
+        .unwrap();
+        let e = format!("{:#}", App::open(config).err().expect("refused"));
+        assert!(e.contains("built without etcd support"), "{e}");
+        assert!(e.contains("--features etcd"), "{e}");
+        // Schemes without a node id do not need etcd.
+        let config = Settings {
+            etcd: Some("http://127.0.0.1:2379".into()),
+            schemes: Some(vec!["uuid7".into()]),
+            in_process: Some(true),
+            ..Settings::default()
+        }
+        .finish()
+        .unwrap();
+        assert!(App::open(config).is_ok());
     }
 
     #[test]

@@ -19,11 +19,17 @@ struct Histogram {
     sum: f64,
 }
 
+/// A route's requests by status, and its latency.
+#[derive(Default)]
+struct Route {
+    statuses: BTreeMap<u16, u64>,
+    latency: Histogram,
+}
+
 /// The service's counters.
 #[derive(Default)]
 pub struct Metrics {
-    requests: Mutex<BTreeMap<(String, u16), u64>>,
-    latency: Mutex<BTreeMap<String, Histogram>>,
+    routes: Mutex<BTreeMap<String, Route>>,
 }
 
 /// A scheme's figures, read when scraped.
@@ -36,21 +42,36 @@ pub struct SchemeGauges<'a> {
     pub lead: Duration,
     /// Its node (or host) id, where it has one.
     pub node: Option<u64>,
+    /// Its lease, when its node id is leased from etcd.
+    pub lease: Option<LeaseGauges>,
+}
+
+/// A leased node id's figures.
+pub struct LeaseGauges {
+    /// Whether the lease is held and the member may issue.
+    pub held: bool,
+    /// The fencing token of the claim.
+    pub token: i64,
+    /// How far the time reservation is ahead of the wall clock, in seconds.
+    pub ahead_secs: f64,
 }
 
 impl Metrics {
     /// Counts a finished request.
     pub fn record(&self, route: &str, status: u16, took: Duration) {
         let secs = took.as_secs_f64();
-        {
-            let mut r = self.requests.lock().unwrap_or_else(|p| p.into_inner());
-            *r.entry((route.to_string(), status)).or_default() += 1;
-        }
-        let mut l = self.latency.lock().unwrap_or_else(|p| p.into_inner());
-        let h = l.entry(route.to_string()).or_default();
-        for (i, b) in BUCKETS.iter().enumerate() {
-            if secs <= *b {
-                h.counts[i] += 1;
+        let mut routes = self.routes.lock().unwrap_or_else(|p| p.into_inner());
+        // One lock, and a new key only for a route's first request.
+        let r = match routes.get_mut(route) {
+            Some(r) => r,
+            None => routes.entry(route.to_string()).or_default(),
+        };
+        *r.statuses.entry(status).or_default() += 1;
+        let h = &mut r.latency;
+        // Cumulative buckets: every bucket from the first that holds `secs`.
+        if let Some(first) = BUCKETS.iter().position(|b| secs <= *b) {
+            for c in &mut h.counts[first..] {
+                *c += 1;
             }
         }
         h.count += 1;
@@ -83,32 +104,49 @@ impl Metrics {
             );
         }
         s.push_str("# HELP idforge_node_id The node (or host) id a scheme issues with.\n# TYPE idforge_node_id gauge\n");
-        for g in schemes {
+        for g in schemes.clone() {
             if let Some(n) = g.node {
                 let _ = writeln!(s, "idforge_node_id{{scheme=\"{}\"}} {n}", g.name);
+            }
+        }
+        if schemes.clone().any(|g| g.lease.is_some()) {
+            let leased = || schemes.clone().filter_map(|g| Some((g.name, g.lease?)));
+            s.push_str("# HELP idforge_lease_held Whether the scheme holds its etcd lease and may issue (1) or not (0).\n# TYPE idforge_lease_held gauge\n");
+            for (name, l) in leased() {
+                let _ = writeln!(
+                    s,
+                    "idforge_lease_held{{scheme=\"{name}\"}} {}",
+                    u8::from(l.held)
+                );
+            }
+            s.push_str("# HELP idforge_fencing_token The fencing token (etcd revision) of the scheme's node id claim.\n# TYPE idforge_fencing_token gauge\n");
+            for (name, l) in leased() {
+                let _ = writeln!(s, "idforge_fencing_token{{scheme=\"{name}\"}} {}", l.token);
+            }
+            s.push_str("# HELP idforge_reservation_ahead_seconds How far the time reserved in etcd is ahead of the wall clock.\n# TYPE idforge_reservation_ahead_seconds gauge\n");
+            for (name, l) in leased() {
+                let _ = writeln!(
+                    s,
+                    "idforge_reservation_ahead_seconds{{scheme=\"{name}\"}} {}",
+                    l.ahead_secs
+                );
             }
         }
         s.push_str("# HELP idforge_ready Whether every scheme can issue (1) or not (0).\n# TYPE idforge_ready gauge\n");
         let _ = writeln!(s, "idforge_ready {}", u8::from(ready));
         s.push_str("# HELP idforge_http_requests_total Requests, by route and status.\n# TYPE idforge_http_requests_total counter\n");
-        for ((route, status), n) in self
-            .requests
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-        {
-            let _ = writeln!(
-                s,
-                "idforge_http_requests_total{{route=\"{route}\",status=\"{status}\"}} {n}"
-            );
+        let routes = self.routes.lock().unwrap_or_else(|p| p.into_inner());
+        for (route, r) in routes.iter() {
+            for (status, n) in &r.statuses {
+                let _ = writeln!(
+                    s,
+                    "idforge_http_requests_total{{route=\"{route}\",status=\"{status}\"}} {n}"
+                );
+            }
         }
         s.push_str("# HELP idforge_http_request_duration_seconds Request latency, by route.\n# TYPE idforge_http_request_duration_seconds histogram\n");
-        for (route, h) in self
-            .latency
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-        {
+        for (route, r) in routes.iter() {
+            let h = &r.latency;
             for (b, c) in BUCKETS.iter().zip(h.counts) {
                 let _ = writeln!(
                     s,

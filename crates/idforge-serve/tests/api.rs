@@ -97,6 +97,55 @@ fn ids_as_json_text_and_packed_bytes() {
 }
 
 #[test]
+fn batches_made_inline_and_on_the_blocking_pool_give_the_same_bodies() {
+    // Up to 64 ids are made on the async worker, more on the blocking pool: every body of
+    // either kind holds exactly the ids asked for, distinct and increasing.
+    let s = start(config(&["uuid7", "snowflake"]));
+    for count in [1usize, 64, 65, 1000, 5000] {
+        let json = get(s.addr, &format!("/v1/ids/uuid7?count={count}"), &[]).ids();
+        assert_eq!(json.len(), count);
+        assert!(json.windows(2).all(|w| w[0] < w[1]), "increasing UUID text");
+        assert!(json
+            .iter()
+            .all(|u| u.len() == 36 && u.as_bytes()[14] == b'7'));
+
+        let text = get(
+            s.addr,
+            &format!("/v1/ids/snowflake?count={count}&format=hex"),
+            &[("Accept", "text/plain")],
+        )
+        .text();
+        let vals: Vec<u64> = text
+            .lines()
+            .map(|l| {
+                assert_eq!(l.len(), 16, "{l}");
+                u64::from_str_radix(l, 16).unwrap()
+            })
+            .collect();
+        assert_eq!(vals.len(), count);
+        assert!(text.ends_with('\n'));
+        assert!(vals.windows(2).all(|w| w[0] < w[1]));
+
+        let packed = get(
+            s.addr,
+            &format!("/v1/ids/uuid7?count={count}"),
+            &[("Accept", "application/octet-stream")],
+        );
+        assert_eq!(packed.body.len(), 16 * count);
+        let wide: Vec<u128> = packed
+            .body
+            .chunks(16)
+            .map(|c| u128::from_be_bytes(c.try_into().unwrap()))
+            .collect();
+        assert!(wide.windows(2).all(|w| w[0] < w[1]));
+        assert!(
+            wide.iter().any(|v| *v > u128::from(u64::MAX)),
+            "all 16 bytes written"
+        );
+    }
+}
+
+#[test]
 fn every_scheme_of_the_catalog_is_served_by_default() {
     let s = start(Config::default());
     let served = s.app.scheme_names();
@@ -294,6 +343,15 @@ fn schemes_health_readiness_metrics_and_openapi() {
 
     let api = get(s.addr, "/openapi.json", &[]).json();
     assert!(api["openapi"].as_str().unwrap().starts_with("3."));
+    // The document names every scheme of the catalog (so generated requests reach them all).
+    let names: Vec<&str> = api["paths"]["/v1/ids/{scheme}"]["get"]["parameters"][0]["schema"]
+        ["enum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(names, idforge::schemes::catalog::NAMES);
     for path in [
         "/v1/ids/{scheme}",
         "/v1/inspect/{id}",
