@@ -53,16 +53,14 @@ pub fn plan(
     if endpoints.is_empty() {
         usage!("--etcd needs at least one endpoint, e.g. http://127.0.0.1:2379");
     }
-    let namespace = match (namespace, kind) {
-        (Some(n), _) => n,
-        (None, Kind::Layout(idforge::Scheme::Custom(_))) => {
-            usage!("--etcd with a custom layout needs --namespace NAME: one namespace per id space")
-        }
-        // nanots-host ids with 2 and 3 host digits overlap: one namespace per digit count (the
-        // namespace is also bound to its layout in etcd, which refuses a mix).
-        (None, Kind::NanoTsHost) => format!("nanots-host{}", host_digits.unwrap_or(2)),
-        (None, k) => k.name().to_string(),
-    };
+    // The namespace is also bound to its layout in etcd, which refuses a mix.
+    let namespace =
+        match namespace.or_else(|| idforge_fleet::node::default_namespace(kind, host_digits)) {
+            Some(n) => n,
+            None => usage!(
+                "--etcd with a custom layout needs --namespace NAME: one namespace per id space"
+            ),
+        };
     if namespace.is_empty() || namespace.contains('/') {
         usage!("--namespace {namespace:?}: use a non-empty name without '/'");
     }

@@ -30,3 +30,27 @@ pub fn hostname() -> Option<String> {
         .filter(|h| !h.is_empty())
         .or_else(|| std::env::var("HOSTNAME").ok())
 }
+
+/// The namespace a scheme's node ids are leased in unless one is named: the scheme's name, with
+/// the host digits for nanots-host (`nanots-host2`, `nanots-host3`: their ids overlap, so they
+/// must not share node ids); `None` for custom layouts, which must name theirs. The command line
+/// and the service both use it, so their processes share one id space per scheme.
+///
+/// ```
+/// use idforge::schemes::catalog::Kind;
+/// use idforge_fleet::node::default_namespace;
+/// assert_eq!(default_namespace(&Kind::from_name("snowflake", None).unwrap(), None).as_deref(), Some("snowflake"));
+/// assert_eq!(default_namespace(&Kind::NanoTsHost, Some(3)).as_deref(), Some("nanots-host3"));
+/// assert_eq!(default_namespace(&Kind::NanoTsHost, None).as_deref(), Some("nanots-host2"));
+/// ```
+pub fn default_namespace(
+    kind: &idforge::schemes::catalog::Kind,
+    host_digits: Option<u32>,
+) -> Option<String> {
+    use idforge::schemes::catalog::Kind;
+    match kind {
+        Kind::Layout(idforge::Scheme::Custom(_)) => None,
+        Kind::NanoTsHost => Some(format!("nanots-host{}", host_digits.unwrap_or(2))),
+        k => Some(k.name().to_string()),
+    }
+}

@@ -21,10 +21,14 @@ pub(crate) struct LeaseStatus {
     pub lost: Option<String>,
 }
 
-/// The namespace of a scheme: the prefix and the scheme's name.
-#[cfg_attr(not(feature = "etcd"), allow(dead_code))]
-pub(crate) fn namespace(fleet: &Fleet, kind: &Kind) -> String {
-    format!("{}{}", fleet.namespace_prefix, kind.name())
+/// The namespace of a scheme: the prefix and the namespace `idforge gen --etcd` uses for it
+/// (`idforge_fleet::node::default_namespace`; custom layouts: `custom`, bound in etcd to the
+/// first layout that uses it).
+#[cfg(feature = "etcd")]
+pub(crate) fn namespace(fleet: &Fleet, kind: &Kind, opts: &OpenOptions) -> String {
+    let name = idforge_fleet::node::default_namespace(kind, opts.host_digits)
+        .unwrap_or_else(|| kind.name().to_string());
+    format!("{}{}", fleet.namespace_prefix, name)
 }
 
 #[cfg(feature = "etcd")]
@@ -62,7 +66,7 @@ mod with_etcd {
             let max = kind
                 .max_node(opts)?
                 .context("a node-based scheme has a largest node id")?;
-            let mut fo = FleetOptions::new(namespace(fleet, kind), max, tb);
+            let mut fo = FleetOptions::new(namespace(fleet, kind, opts), max, tb);
             fo.ttl = fleet.lease_ttl;
             let member = Member::join(store, fo).with_context(|| {
                 format!("{}: cannot lease a node id from etcd at {eps}", kind.name())
