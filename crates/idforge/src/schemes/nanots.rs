@@ -8,7 +8,7 @@
 //! ```
 //!
 //! Both are a plain `u64` of nanoseconds since the Unix epoch that reads as a timestamp
-//! ([`format`], [`parse`]) and is unique because the [`Sequencer`] never issues a stamp twice.
+//! ([`format`](crate::time::nanots_text::format), [`parse`](crate::time::nanots_text::parse)) and is unique because the [`Sequencer`] never issues a stamp twice.
 //!
 //! # `nanots`: seed `001`, *System wide unique nanosecond timestamps*
 //!
@@ -83,7 +83,7 @@
 //!
 //! # Text
 //!
-//! [`format`] prints `2021-12-28T14:07:02.954100128` (UTC, no zone suffix, trailing zeros of the
+//! [`format`](crate::time::nanots_text::format) prints `2021-12-28T14:07:02.954100128` (UTC, no zone suffix, trailing zeros of the
 //! fraction dropped) as Chronicle's `NanoTimestampLongConverter` does; [`parse`] reads it back,
 //! and also accepts a trailing `Z` or an offset such as `+02:00`. Changed from the original: the
 //! original ignores an offset (reading `16:07+02:00` as 16:07 UTC); here it is honoured
