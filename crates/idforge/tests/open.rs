@@ -6,7 +6,9 @@ use std::collections::HashSet;
 
 use idforge::schemes::catalog::{Kind, NAMES};
 use idforge::schemes::open::{OpenOptions, Opened, TextFormat};
-use idforge::{inspect, Error, StateOptions};
+#[cfg(feature = "host-wide")]
+use idforge::StateOptions;
+use idforge::{inspect, Error};
 
 /// Options that every scheme with an identity accepts.
 fn opts_for(kind: &Kind) -> OpenOptions {
