@@ -4,6 +4,7 @@ use std::io::{self, Write};
 use std::time::{Duration, Instant};
 
 use idforge::schemes::open::{Opened, TextFormat};
+use idforge::text;
 
 /// Writes `count` ids of `g` in `format`, one per line; progress on stderr when `progress`.
 ///
@@ -15,6 +16,7 @@ pub fn write_ids(g: &Opened, count: u64, format: TextFormat, progress: bool) -> 
     let start = Instant::now();
     let mut last_report = start;
     let mut done = 0u64;
+    let bits = g.bits();
     // Taken 4096 at a time: one reservation per tick's worth within each.
     const CHUNK: u64 = 4096;
     while done < count {
@@ -22,9 +24,13 @@ pub fn write_ids(g: &Opened, count: u64, format: TextFormat, progress: bool) -> 
         let mut err = None;
         g.take(n, |id| {
             if err.is_none() {
-                let mut line = g.render(id, format);
-                line.push('\n');
-                if let Err(e) = w.write_all(line.as_bytes()) {
+                // Plain formats are encoded on the stack: no allocation per id.
+                let r = match format {
+                    TextFormat::Plain(f) => w.write_all(text::encode(id, bits, f).as_bytes()),
+                    TextFormat::Time => w.write_all(g.render(id, format).as_bytes()),
+                }
+                .and_then(|()| w.write_all(b"\n"));
+                if let Err(e) = r {
                     err = Some(e);
                 }
             }

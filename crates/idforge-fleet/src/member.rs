@@ -244,7 +244,9 @@ impl Shared {
     ) -> Result<T, StoreError> {
         self.calls.fetch_add(1, SeqCst);
         let r = f(self.store.as_ref());
-        if std::env::var_os("IDFORGE_FLEET_TRACE").is_some() {
+        // IDFORGE_FLEET_TRACE=1 prints every store call and its outcome on stderr (read once).
+        static TRACE: OnceLock<bool> = OnceLock::new();
+        if *TRACE.get_or_init(|| std::env::var_os("IDFORGE_FLEET_TRACE").is_some()) {
             eprintln!(
                 "fleet call at {} ms on {:?}: {}",
                 mono_ns() / 1_000_000,

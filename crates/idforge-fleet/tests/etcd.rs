@@ -73,6 +73,20 @@ fn snowflake_opts(ns: &str, max_node: u64) -> FleetOptions {
     o
 }
 
+/// A snowflake generator on a member's node id and leased cell.
+fn snowflake_on(m: &Member) -> idforge::schemes::open::Opened {
+    let kind = idforge::schemes::catalog::Kind::from_name("snowflake", None).unwrap();
+    idforge::schemes::open::Opened::open(
+        &kind,
+        &idforge::schemes::open::OpenOptions {
+            node: Some(m.node()),
+            cell: Some(m.cell()),
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
 #[test]
 fn twenty_processes_claim_twenty_distinct_ids_and_a_21st_finds_the_namespace_full() {
     let c = Cluster::start(1);
@@ -195,16 +209,7 @@ fn etcd_down_past_the_ttl_stops_issuing_with_bounded_calls_and_recovers() {
     let mut c = Cluster::start(1);
     let store = c.store();
     let m = Member::join(store, snowflake_opts("down", 3)).unwrap();
-    let kind = idforge::schemes::catalog::Kind::from_name("snowflake", None).unwrap();
-    let g = idforge::schemes::open::Opened::open(
-        &kind,
-        &idforge::schemes::open::OpenOptions {
-            node: Some(m.node()),
-            cell: Some(m.cell()),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let g = snowflake_on(&m);
     g.next().unwrap();
     let calls_before = m.status().store_calls;
     c.kill(0);
@@ -237,16 +242,7 @@ fn the_leader_killed_holders_keep_their_ids_and_keep_issuing() {
     o.ttl = Duration::from_secs(5);
     o.reserve_ahead = Duration::from_secs(2);
     let m = Member::join(c.store(), o).unwrap();
-    let kind = idforge::schemes::catalog::Kind::from_name("snowflake", None).unwrap();
-    let g = idforge::schemes::open::Opened::open(
-        &kind,
-        &idforge::schemes::open::OpenOptions {
-            node: Some(m.node()),
-            cell: Some(m.cell()),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let g = snowflake_on(&m);
     let token = m.status().token;
     let leader = c.leader();
     c.kill(leader);
@@ -382,16 +378,7 @@ fn a_mark_written_by_hand_skips_its_node_id_instead_of_blocking_the_namespace() 
 fn a_node_key_deleted_by_an_operator_fences_its_holder_within_a_renewal() {
     let c = Cluster::start(1);
     let m = Member::join(c.store(), snowflake_opts("opdel", 0)).unwrap();
-    let kind = idforge::schemes::catalog::Kind::from_name("snowflake", None).unwrap();
-    let g = idforge::schemes::open::Opened::open(
-        &kind,
-        &idforge::schemes::open::OpenOptions {
-            node: Some(m.node()),
-            cell: Some(m.cell()),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let g = snowflake_on(&m);
     g.next().unwrap();
     let out = Command::new("etcdctl")
         .env("ETCDCTL_API", "3")
