@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 use clap::{Args, ValueEnum};
 use idforge::{
     Clock, Error, Generator, ManualClock, OnClockBehind, OnExhausted, Policy, ProcessStamp, Scheme,
-    StateOptions, WallClock,
+    StateOptions, SystemClock, WallClock,
 };
 
 /// Options of `idforge torture`.
@@ -451,7 +451,7 @@ pub fn run(a: TortureArgs) -> anyhow::Result<ExitCode> {
     Generator::host_wide(
         &Scheme::Snowflake,
         Some(1),
-        WallClock,
+        SystemClock::fast(),
         Policy::DEFAULT,
         &StateOptions::new(&state),
     )?;
@@ -891,7 +891,7 @@ pub fn fork_child(out: &Path, count: usize, scheme: ForkScheme) -> anyhow::Resul
             Generator::with_clock(
                 &Scheme::Snowflake,
                 Some(3),
-                WallClock,
+                SystemClock::fast(),
                 Policy {
                     on_exhausted: OnExhausted::RunAhead,
                     max_lead: Duration::from_secs(1),
@@ -905,7 +905,7 @@ pub fn fork_child(out: &Path, count: usize, scheme: ForkScheme) -> anyhow::Resul
 }
 
 fn fork_and_take(
-    g: &Generator<WallClock, ProcessStamp>,
+    g: &Generator<SystemClock, ProcessStamp>,
     out: &Path,
     count: usize,
     before: usize,
@@ -962,7 +962,12 @@ fn threads_on(
     policy: Policy,
     threads: usize,
 ) -> anyhow::Result<()> {
-    let g = Generator::with_clock(&scheme, node, WallClock, policy)?;
+    let g = Generator::with_clock(
+        &scheme,
+        node,
+        SystemClock::for_tick(scheme.layout().timebase().tick_ns),
+        policy,
+    )?;
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {

@@ -1,9 +1,16 @@
 //! Clocks: where the time in an id comes from.
 //!
 //! A [`Clock`] reads nanoseconds since the Unix epoch. Generators are generic over their clock, so
-//! the choice costs nothing on the hot path: [`WallClock`] compiles down to one
-//! `clock_gettime(CLOCK_REALTIME)` (a vDSO call on Linux). [`ManualClock`] is for tests, examples
-//! and backfills: it can be set, advanced, stepped back and frozen, and clones share one time.
+//! the choice costs nothing on the hot path:
+//!
+//! * [`SystemClock`], the default of every generator: the system's real-time clock read the
+//!   cheap way, a CPU time-stamp counter calibrated against `CLOCK_REALTIME` every millisecond
+//!   (error at most [`SystemClock::MAX_ERROR`]), for every layout whose tick is at least that
+//!   bound; `CLOCK_REALTIME` itself for finer ticks (`nanots`) or when asked
+//!   ([`SystemClock::precise`]);
+//! * [`WallClock`]: always one `clock_gettime(CLOCK_REALTIME)` (a vDSO call on Linux);
+//! * [`ManualClock`] is for tests, examples and backfills: it can be set, advanced, stepped back
+//!   and frozen, and clones share one time.
 //!
 //! Timestamps in ids are wall time. Monotonicity does not come from the clock (wall clocks step
 //! back) but from the [`Sequencer`](crate::Sequencer).
@@ -50,6 +57,307 @@ impl Clock for WallClock {
             // u64 nanoseconds last until 2554; saturate rather than wrap after that.
             Ok(d) => u64::try_from(d.as_nanos()).unwrap_or(u64::MAX),
             Err(_) => 0,
+        }
+    }
+}
+
+/// The system's real-time clock, read the cheapest way whose error fits the layout.
+///
+/// Reading `CLOCK_REALTIME` costs a vDSO call (30–70 ns on a virtual machine). A fast
+/// `SystemClock` reads the CPU's time-stamp counter instead (through the `quanta` crate, which
+/// checks that the counter is invariant and falls back to the monotonic clock otherwise) and
+/// converts it with a calibration against `CLOCK_REALTIME` that the first reader after each
+/// millisecond renews. So it follows the real-time clock, NTP slewing and steps included:
+///
+/// * between renewals it is off by at most [`SystemClock::MAX_ERROR`] (the calibration's own
+///   sampling window is at most 2 µs, and a millisecond of a counter running at a rate that
+///   differs from the real-time clock's by the largest NTP slew, 500 ppm, adds 0.5 µs);
+/// * after the real-time clock is **stepped**, it reads the old time for at most one
+///   millisecond (the next renewal sees the step). A step back is the sequencer's business
+///   anyway; a step forward shows up at most 1 ms late.
+///
+/// Uniqueness and order never depend on the clock: the [`Sequencer`](crate::Sequencer) is the
+/// authority. [`SystemClock::for_tick`] picks the fast reading for ticks of at least
+/// `MAX_ERROR` (every millisecond layout) and the precise one below (`nanots`' 32 ns tick).
+/// Without the crate's `fast-clock` feature every `SystemClock` is precise.
+///
+/// ```
+/// use idforge::{Clock, SystemClock, WallClock};
+/// let fast = SystemClock::fast();
+/// let (a, b) = (WallClock.now_ns(), fast.now_ns());
+/// assert!(b.abs_diff(a) < 1_000_000); // within a millisecond (much closer in practice)
+/// assert!(SystemClock::for_tick(32).is_precise());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SystemClock {
+    precise: bool,
+}
+
+impl SystemClock {
+    /// The most a fast reading is off the real-time clock, apart from the millisecond after the
+    /// real-time clock is stepped.
+    pub const MAX_ERROR: Duration = Duration::from_micros(10);
+
+    /// The counter-based reading (precise when the crate is built without `fast-clock`).
+    pub const fn fast() -> SystemClock {
+        SystemClock {
+            precise: !cfg!(feature = "fast-clock"),
+        }
+    }
+
+    /// Every reading is a `clock_gettime(CLOCK_REALTIME)`, like [`WallClock`].
+    pub const fn precise() -> SystemClock {
+        SystemClock { precise: true }
+    }
+
+    /// The fast reading when `tick_ns` is at least [`SystemClock::MAX_ERROR`], else the precise one.
+    pub const fn for_tick(tick_ns: u64) -> SystemClock {
+        if tick_ns >= SystemClock::MAX_ERROR.as_nanos() as u64 {
+            SystemClock::fast()
+        } else {
+            SystemClock::precise()
+        }
+    }
+
+    /// Whether every reading is a `CLOCK_REALTIME` call.
+    pub const fn is_precise(&self) -> bool {
+        self.precise
+    }
+}
+
+impl Default for SystemClock {
+    /// The fast reading.
+    fn default() -> Self {
+        SystemClock::fast()
+    }
+}
+
+impl Clock for SystemClock {
+    #[inline]
+    fn now_ns(&self) -> u64 {
+        #[cfg(feature = "fast-clock")]
+        if !self.precise {
+            return calibrated::global().now_ns();
+        }
+        WallClock.now_ns()
+    }
+}
+
+#[cfg(feature = "fast-clock")]
+pub(crate) mod calibrated {
+    //! A counter calibrated against a reference clock, renewed every period.
+
+    use std::sync::atomic::{fence, AtomicU64, Ordering};
+    use std::sync::OnceLock;
+
+    use super::{Clock, WallClock};
+
+    /// How often the calibration is renewed.
+    pub(crate) const PERIOD_NS: u64 = 1_000_000;
+    /// The widest sampling window (in counter time) a calibration is taken from.
+    pub(crate) const WINDOW_NS: u64 = 2_000;
+    /// `base_raw` while a calibration is being written: outside every reader's range.
+    const WRITING: u64 = u64::MAX;
+
+    /// The process's calibration of the time-stamp counter against `CLOCK_REALTIME`.
+    pub(crate) fn global() -> &'static Calibrated<WallClock> {
+        static GLOBAL: OnceLock<Calibrated<WallClock>> = OnceLock::new();
+        GLOBAL.get_or_init(|| Calibrated::new(quanta::Clock::new(), WallClock))
+    }
+
+    /// Counter readings converted to the reference's time: `base_wall + (raw - base_raw)`, with
+    /// `base_*` renewed by the first reader more than a period after them. `base_raw` doubles as
+    /// the sequence word of a seqlock: a reader that sees it change (or `WRITING`) reads the
+    /// reference instead.
+    #[repr(align(128))]
+    pub(crate) struct Calibrated<R: Clock> {
+        base_raw: AtomicU64,
+        base_wall: AtomicU64,
+        /// Counter value when a renewal started; 0 when none is under way. A renewal older than
+        /// a period (its thread died, or the process forked under it) is taken over.
+        busy: AtomicU64,
+        period_raw: u64,
+        window_raw: u64,
+        counter: quanta::Clock,
+        reference: R,
+    }
+
+    impl<R: Clock> Calibrated<R> {
+        pub(crate) fn new(counter: quanta::Clock, reference: R) -> Self {
+            // Counter units in 2^32 of them, to convert the period and window to counter units.
+            let per = counter.delta_as_nanos(0, 1 << 32).max(1) as u128;
+            let units = |ns: u64| ((ns as u128) << 32).div_ceil(per).max(1) as u64;
+            Calibrated {
+                base_raw: AtomicU64::new(WRITING),
+                base_wall: AtomicU64::new(0),
+                busy: AtomicU64::new(0),
+                period_raw: units(PERIOD_NS),
+                window_raw: units(WINDOW_NS),
+                counter,
+                reference,
+            }
+        }
+
+        #[inline]
+        pub(crate) fn now_ns(&self) -> u64 {
+            let raw = self.counter.raw();
+            let base = self.base_raw.load(Ordering::Acquire);
+            // One comparison covers both a stale calibration and a counter behind it.
+            if raw.wrapping_sub(base) < self.period_raw && base != WRITING {
+                let wall = self.base_wall.load(Ordering::Relaxed);
+                fence(Ordering::Acquire);
+                if self.base_raw.load(Ordering::Relaxed) == base {
+                    return wall + self.counter.delta_as_nanos(base, raw);
+                }
+            }
+            self.renew(raw)
+        }
+
+        /// Reads the reference, and renews the calibration from that reading when no other
+        /// thread is and the reading's window is narrow enough.
+        #[cold]
+        fn renew(&self, raw: u64) -> u64 {
+            let taken = self.busy.load(Ordering::Relaxed);
+            let free = taken == 0 || raw.wrapping_sub(taken) > self.period_raw;
+            let mine = raw.max(1);
+            if !free
+                || self
+                    .busy
+                    .compare_exchange(taken, mine, Ordering::Acquire, Ordering::Relaxed)
+                    .is_err()
+            {
+                return self.reference.now_ns();
+            }
+            let r1 = self.counter.raw();
+            let wall = self.reference.now_ns();
+            let r2 = self.counter.raw();
+            if r2 >= r1 && r2 - r1 <= self.window_raw {
+                let mid = r1 + (r2 - r1) / 2;
+                self.base_raw.store(WRITING, Ordering::Relaxed);
+                fence(Ordering::Release);
+                self.base_wall.store(wall, Ordering::Relaxed);
+                self.base_raw.store(mid, Ordering::Release);
+            }
+            let _ = self
+                .busy
+                .compare_exchange(mine, 0, Ordering::Release, Ordering::Relaxed);
+            wall
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+        use crate::clock::ManualClock;
+        use std::sync::Arc;
+
+        /// A calibration on a mock counter (1 unit = 1 ns) against a manual reference.
+        fn mocked() -> (Calibrated<ManualClock>, Arc<quanta::Mock>, ManualClock) {
+            let (counter, mock) = quanta::Clock::mock();
+            mock.increment(1_000);
+            let reference = ManualClock::new(1_700_000_000_000_000_000);
+            (Calibrated::new(counter, reference.clone()), mock, reference)
+        }
+
+        #[test]
+        fn follows_the_counter_between_renewals_and_sees_a_step_within_a_period() {
+            let (c, mock, reference) = mocked();
+            let t0 = reference.now_ns();
+            assert_eq!(c.now_ns(), t0, "the first reading calibrates");
+            mock.increment(300);
+            assert_eq!(
+                c.now_ns(),
+                t0 + 300,
+                "between renewals the counter moves it"
+            );
+            // The real-time clock is stepped forward a second; the counter does not see it...
+            reference.advance(1_000_000_000);
+            mock.increment(PERIOD_NS / 2);
+            assert_eq!(c.now_ns(), t0 + 300 + PERIOD_NS / 2);
+            // ...until the calibration is a period old.
+            mock.increment(PERIOD_NS / 2);
+            assert_eq!(c.now_ns(), reference.now_ns());
+            mock.increment(50);
+            assert_eq!(c.now_ns(), reference.now_ns() + 50);
+        }
+
+        #[test]
+        fn a_counter_behind_its_calibration_renews_it() {
+            let (c, mock, reference) = mocked();
+            c.now_ns();
+            mock.decrement(500);
+            reference.advance(7);
+            assert_eq!(c.now_ns(), reference.now_ns());
+        }
+
+        #[test]
+        fn a_reading_taken_over_a_wide_window_is_not_used_as_a_calibration() {
+            /// A reference whose reading takes 10 µs of counter time.
+            struct Slow(Arc<quanta::Mock>, ManualClock);
+            impl Clock for Slow {
+                fn now_ns(&self) -> u64 {
+                    self.0.increment(10_000);
+                    self.1.now_ns()
+                }
+            }
+            let (counter, mock) = quanta::Clock::mock();
+            mock.increment(1_000);
+            let reference = ManualClock::new(5_000_000_000);
+            let c = Calibrated::new(counter, Slow(mock.clone(), reference.clone()));
+            assert_eq!(c.now_ns(), 5_000_000_000);
+            reference.advance(1);
+            // No calibration was kept: every reading goes to the reference.
+            assert_eq!(c.now_ns(), 5_000_000_001);
+            assert_eq!(c.base_raw.load(Ordering::Relaxed), WRITING);
+        }
+
+        #[test]
+        fn a_renewal_abandoned_by_its_thread_is_taken_over() {
+            let (c, mock, reference) = mocked();
+            c.now_ns();
+            mock.increment(PERIOD_NS + 1);
+            // A renewal started by a thread that never finished it (killed, or gone in a fork).
+            c.busy.store(mock.value(), Ordering::Relaxed);
+            reference.advance(1_000_000_000);
+            // The next reader is refused the renewal (it is less than a period old): it reads
+            // the reference, and the calibration stays as it was.
+            let before = c.base_raw.load(Ordering::Relaxed);
+            assert_eq!(c.now_ns(), reference.now_ns());
+            assert_eq!(c.base_raw.load(Ordering::Relaxed), before);
+            // Once the abandoned renewal is older than a period, a reader takes it over.
+            mock.increment(PERIOD_NS + 1);
+            reference.advance(5);
+            assert_eq!(c.now_ns(), reference.now_ns());
+            mock.increment(10);
+            assert_eq!(c.now_ns(), reference.now_ns() + 10);
+            assert_eq!(c.busy.load(Ordering::Relaxed), 0);
+        }
+
+        /// The real counter against `CLOCK_REALTIME`: every reading bracketed by two real-time
+        /// readings at most 2 µs apart is within `MAX_ERROR` of the bracket.
+        #[test]
+        fn the_real_counter_stays_within_max_error_of_the_real_time_clock() {
+            let c = global();
+            let bound = crate::clock::SystemClock::MAX_ERROR.as_nanos() as u64;
+            let deadline = std::time::Instant::now() + std::time::Duration::from_millis(300);
+            let (mut kept, mut worst) = (0u64, 0u64);
+            while std::time::Instant::now() < deadline {
+                let w1 = WallClock.now_ns();
+                let f = c.now_ns();
+                let w2 = WallClock.now_ns();
+                if w2 < w1 || w2 - w1 > 2_000 {
+                    continue; // preempted, or the clock stepped: not a measurement
+                }
+                kept += 1;
+                let err = w1.saturating_sub(f).max(f.saturating_sub(w2));
+                worst = worst.max(err);
+                assert!(
+                    err <= bound,
+                    "counter clock off by {err} ns (bound {bound} ns) after {kept} readings"
+                );
+            }
+            assert!(kept > 1_000, "only {kept} usable readings in 300 ms");
+            eprintln!("{kept} readings, worst error {worst} ns");
         }
     }
 }

@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use rand::rngs::{SmallRng, StdRng};
 use rand::{Rng, SeedableRng};
 
-use crate::clock::{Clock, WallClock};
+use crate::clock::{Clock, SystemClock};
 use crate::error::Error;
 use crate::ids::{Id128, Id64, IdFamily, NanoTs, TypedId, UuidId};
 use crate::layout::Layout;
@@ -184,7 +184,7 @@ pub(crate) fn host_wide_sequencer<C: Clock>(
 /// assert!(b > a);
 /// assert_eq!(snowflake.layout().decode(a).node, 7);
 /// ```
-pub struct Generator<C: Clock = WallClock, S: StampCell = ProcessStamp> {
+pub struct Generator<C: Clock = SystemClock, S: StampCell = ProcessStamp> {
     seq: Sequencer<C, S>,
     name: String,
     layout: Layout,
@@ -326,8 +326,9 @@ impl<C: Clock + std::fmt::Debug, S: StampCell> std::fmt::Debug for Generator<C, 
     }
 }
 
-impl Generator<WallClock, ProcessStamp> {
-    /// A generator on the wall clock with the scheme's default policy.
+impl Generator<SystemClock, ProcessStamp> {
+    /// A generator on the system clock ([`SystemClock::for_tick`] of the layout's tick: the
+    /// calibrated counter for millisecond layouts) with the scheme's default policy.
     ///
     /// # Errors
     /// As [`with_clock`](Generator::with_clock): for a [`Scheme`](crate::Scheme),
@@ -348,7 +349,8 @@ impl Generator<WallClock, ProcessStamp> {
     /// # Ok::<(), idforge::Error>(())
     /// ```
     pub fn new(scheme: &impl SchemeSpec, node: Option<u64>) -> Result<Self, Error> {
-        Self::with_clock(scheme, node, WallClock, scheme.default_policy())
+        let clock = SystemClock::for_tick(scheme.layout().timebase().tick_ns);
+        Self::with_clock(scheme, node, clock, scheme.default_policy())
     }
 }
 

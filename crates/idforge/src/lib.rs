@@ -50,7 +50,7 @@ pub mod shm;
 pub mod text;
 pub mod time;
 
-pub use clock::{Clock, ManualClock, WallClock};
+pub use clock::{Clock, ManualClock, SystemClock, WallClock};
 pub use error::{Error, StateFileError};
 pub use generator::{Batch, Generator, RandomSource, SchemeSpec};
 pub use ids::{Id128, Id64, IdFamily, NanoTs, TypedId, UuidId};

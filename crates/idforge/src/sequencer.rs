@@ -513,14 +513,33 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
     /// Takes `n >= 1` consecutive stamps; returns the first.
     #[inline]
     fn take(&self, n: u64) -> Result<u64, Error> {
+        // The stamp first, then the clock: every stamp seen was issued from a clock reading no
+        // later than ours (or ran ahead under the policy), so a preempted thread never mistakes
+        // its own old reading for a clock that stepped back.
         let mut last = self.cell.load();
+        let mut now = self.clock.now_ns();
+        // Whether `now` was read after `last` was seen. After a failed CAS the reading is reused
+        // while it still yields a stamp: an older reading never makes a stamp repeat (the stamp
+        // is above `last` whatever the clock says) nor lead further (the lead is overestimated),
+        // and contention does not pay a second clock read. Anything but a stamp from a reused
+        // reading (wait, clock behind) is decided again on a fresh one.
+        let mut fresh = true;
         loop {
-            let now = self.clock.now_ns();
-            match self.step(now, last, n)? {
+            let step = match self.step(now, last, n) {
+                Ok(Step::Take { start, end }) => Step::Take { start, end },
+                _ if !fresh => {
+                    now = self.clock.now_ns();
+                    fresh = true;
+                    continue;
+                }
+                other => other?,
+            };
+            match step {
                 Step::Take { start, end } => {
                     if end > self.cell.ceiling() {
                         self.cell.raise_ceiling(end)?;
                         last = self.cell.load();
+                        now = self.clock.now_ns();
                         continue;
                     }
                     match self.cell.compare_exchange_weak(last, end) {
@@ -528,13 +547,17 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
                             self.cell.check_issued(now, end)?;
                             return Ok(start);
                         }
-                        Err(actual) => last = actual,
+                        Err(actual) => {
+                            last = actual;
+                            fresh = false;
+                        }
                     }
                 }
                 Step::Wait(ns) => {
                     // Re-check at least every 50 ms: a stepped clock may be corrected meanwhile.
                     self.clock.pause(ns.min(50_000_000));
                     last = self.cell.load();
+                    now = self.clock.now_ns();
                 }
             }
         }

@@ -151,7 +151,7 @@ use std::sync::OnceLock;
 
 use md5::{Digest, Md5};
 
-use crate::clock::{Clock, WallClock};
+use crate::clock::{Clock, SystemClock};
 use crate::error::{clip, malformed, Error};
 use crate::shm::SharedWords;
 use crate::text::{self, Format};
@@ -656,7 +656,7 @@ impl Drop for SwitchLock<'_> {
 /// assert_eq!(g.next().to_string(), "f5166777-7a7f-bd53-7a50-013e4e2afc26");
 /// # Ok::<(), idforge::Error>(())
 /// ```
-pub struct LocalityGenerator<C: Clock = WallClock> {
+pub struct LocalityGenerator<C: Clock = SystemClock> {
     clock: C,
     /// A page a forked child shares with its parent (a private copy of the counter would let
     /// both issue the same ids): word 0 is `counter << 32 | mode`, one word so each id's counter
@@ -679,8 +679,8 @@ impl<C: Clock> fmt::Debug for LocalityGenerator<C> {
     }
 }
 
-impl LocalityGenerator<WallClock> {
-    /// A generator on the wall clock, in variable mode from a random counter, with this process's
+impl LocalityGenerator<SystemClock> {
+    /// A generator on the system clock (its fast, millisecond-accurate reading), in variable mode from a random counter, with this process's
     /// id (modulo 65,536) and the machine's MAC ([`system_mac`], zeros if none). In containers,
     /// set the pid and MAC instead (see the module docs).
     ///
@@ -689,7 +689,7 @@ impl LocalityGenerator<WallClock> {
     /// mappings); [`LocalityGenerator::builder`] returns that as an error instead.
     pub fn new() -> Self {
         Self::assemble(
-            WallClock,
+            SystemClock::fast(),
             default_pid(),
             system_mac().map_or(0, mac_fragment),
             rand::random(),
@@ -699,9 +699,9 @@ impl LocalityGenerator<WallClock> {
     }
 
     /// A builder, to set the pid, MAC, clock, counter start or mode.
-    pub fn builder() -> LocalityBuilder<WallClock> {
+    pub fn builder() -> LocalityBuilder<SystemClock> {
         LocalityBuilder {
-            clock: WallClock,
+            clock: SystemClock::fast(),
             pid: None,
             mac: None,
             counter: None,
@@ -710,7 +710,7 @@ impl LocalityGenerator<WallClock> {
     }
 }
 
-impl Default for LocalityGenerator<WallClock> {
+impl Default for LocalityGenerator<SystemClock> {
     fn default() -> Self {
         Self::new()
     }
@@ -886,7 +886,7 @@ enum MacSource {
 /// Configures a [`LocalityGenerator`]: clock, pid, MAC, counter start and mode.
 #[derive(Debug, Clone)]
 #[must_use]
-pub struct LocalityBuilder<C: Clock = WallClock> {
+pub struct LocalityBuilder<C: Clock = SystemClock> {
     clock: C,
     pid: Option<u64>,
     mac: Option<MacSource>,

@@ -21,7 +21,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::clock::{Clock, ManualClock, WallClock};
+use crate::clock::{Clock, ManualClock, SystemClock};
 use crate::error::Error;
 use crate::generator::{Generator, RandomSource};
 use crate::ids::IdFamily;
@@ -34,11 +34,11 @@ use crate::shm::HostStamp;
 use crate::shm::{ProcessStamp, StateOptions};
 use crate::text::{self, Format};
 
-/// The wall clock, or a clock fixed at a time (backfills, reproducible examples).
+/// The system clock, or a clock fixed at a time (backfills, reproducible examples).
 #[derive(Debug, Clone)]
 pub enum AnyClock {
-    /// [`WallClock`].
-    Wall(WallClock),
+    /// [`SystemClock`]: fast or precise.
+    System(SystemClock),
     /// A [`ManualClock`], fixed unless moved.
     Manual(ManualClock),
 }
@@ -47,14 +47,14 @@ impl Clock for AnyClock {
     #[inline]
     fn now_ns(&self) -> u64 {
         match self {
-            AnyClock::Wall(c) => c.now_ns(),
+            AnyClock::System(c) => c.now_ns(),
             AnyClock::Manual(c) => c.now_ns(),
         }
     }
 
     fn pause(&self, ns: u64) {
         match self {
-            AnyClock::Wall(c) => c.pause(ns),
+            AnyClock::System(c) => c.pause(ns),
             AnyClock::Manual(c) => c.pause(ns),
         }
     }
@@ -153,6 +153,10 @@ pub struct OpenOptions {
     pub at_ns: Option<u64>,
     /// The policy, if not the scheme's default.
     pub policy: Option<Policy>,
+    /// Read `CLOCK_REALTIME` for every id ([`SystemClock::precise`]) instead of the calibrated
+    /// counter ([`SystemClock::for_tick`] of the scheme's tick: the counter for millisecond
+    /// layouts, `CLOCK_REALTIME` already for nanots' finer ticks).
+    pub precise_clock: bool,
     /// Where random bits come from (uuid7, uprotocol).
     pub random: RandomSource,
     /// A host-wide state file for the stamp; `None` keeps it in this process.
@@ -172,6 +176,7 @@ impl std::fmt::Debug for OpenOptions {
             .field("sequential", &self.sequential)
             .field("at_ns", &self.at_ns)
             .field("policy", &self.policy)
+            .field("precise_clock", &self.precise_clock)
             .field("random", &self.random)
             .field("state", &self.state)
             .field("cell", &self.cell.as_ref().map(|_| "external"))
@@ -297,7 +302,11 @@ impl Opened {
     pub fn open(kind: &Kind, opts: &OpenOptions) -> Result<Opened, Error> {
         let clock = match opts.at_ns {
             Some(t) => AnyClock::Manual(ManualClock::new(t)),
-            None => AnyClock::Wall(WallClock),
+            None if opts.precise_clock => AnyClock::System(SystemClock::precise()),
+            // Locality and uprotocol-v8 count milliseconds.
+            None => AnyClock::System(SystemClock::for_tick(
+                kind.timebase(opts)?.map_or(1_000_000, |tb| tb.tick_ns),
+            )),
         };
         let policy = |default: Policy| match (opts.at_ns, opts.policy) {
             (_, Some(p)) => p,

@@ -27,7 +27,7 @@
 
 use std::sync::OnceLock;
 
-use crate::clock::WallClock;
+use crate::clock::SystemClock;
 use crate::error::Error;
 use crate::generator::{random_u128, Generator, RandomSource};
 use crate::layout::{Field, Layout};
@@ -54,7 +54,7 @@ pub(crate) fn new_builder() -> Generator {
     let cell = ProcessStamp::new()
         .unwrap_or_else(|e| panic!("cannot map one page for the uprotocol-v8 stamp: {e}"));
     let seq = Sequencer::with_cell(
-        WallClock,
+        SystemClock::fast(),
         cell,
         layout().timebase(),
         scheme.default_policy(),
