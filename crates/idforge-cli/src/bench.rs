@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use idforge::schemes::catalog::{Identity, Kind, NAMES};
 use idforge::schemes::open::{OpenOptions, Opened};
-use idforge::Clock;
+use idforge::{Clock, SystemClock};
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
@@ -22,6 +22,9 @@ pub struct BenchArgs {
     /// One JSON object per scheme (an array).
     #[arg(long)]
     json: bool,
+    /// Read CLOCK_REALTIME for every id, as `gen --precise-clock` does.
+    #[arg(long)]
+    precise_clock: bool,
 }
 
 /// One scheme's figures.
@@ -32,6 +35,8 @@ struct Row {
     two_threads_per_s: f64,
     batch_per_s: f64,
     capacity_per_s: Option<f64>,
+    /// Whether the scheme's ids took their time from the calibrated counter.
+    fast_clock: bool,
 }
 
 /// Runs `idforge bench`.
@@ -47,7 +52,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
     };
     let d = Duration::from_millis(a.duration_ms.max(10));
     let progress = std::io::stderr().is_terminal();
-    let clock_ns = clock_cost(d);
+    let clocks = measure_clocks(d);
     let mut rows = Vec::new();
     for (i, name) in names.iter().enumerate() {
         let kind = Kind::from_name(name, None)?;
@@ -58,13 +63,18 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
                 names.len()
             );
         }
-        let g = open(&kind)?;
+        let g = open(&kind, a.precise_clock)?;
+        let tick = kind
+            .timebase(&OpenOptions::default())?
+            .map_or(1_000_000, |t| t.tick_ns);
+        let fast = !a.precise_clock && !SystemClock::for_tick(tick).is_precise();
         rows.push(Row {
             scheme: kind.name().to_string(),
             ns_per_id: one_thread(&g, d)?,
             two_threads_per_s: two_threads(&g, d)?,
             batch_per_s: batch(&g, d)?,
             capacity_per_s: capacity(&kind),
+            fast_clock: fast,
         });
     }
     if progress {
@@ -81,9 +91,10 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
                     "ids_per_s_2_threads": r.two_threads_per_s,
                     "ids_per_s_batch": r.batch_per_s,
                     "capacity_ids_per_s": r.capacity_per_s,
-                    "clock": "CLOCK_REALTIME",
-                    "clock_read_ns": clock_ns,
-                    "clock_error_ns": 0,
+                    "clock": if r.fast_clock { "counter" } else { "CLOCK_REALTIME" },
+                    "clock_read_ns": if r.fast_clock { clocks.fast_ns } else { clocks.precise_ns },
+                    "clock_error_ns": if r.fast_clock { clocks.worst_error_ns } else { 0 },
+                    "clock_error_p99_ns": if r.fast_clock { clocks.p99_error_ns } else { 0 },
                 })
             })
             .collect();
@@ -92,22 +103,33 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
     }
     writeln!(
         out,
-        "clock: CLOCK_REALTIME (the wall clock; its error against itself is 0), {clock_ns:.1} ns a read"
+        "clocks: CLOCK_REALTIME {:.1} ns a read; calibrated counter {:.1} ns a read, off \
+         CLOCK_REALTIME by at most {} ns (99% within {} ns) in {} bracketed readings",
+        clocks.precise_ns,
+        clocks.fast_ns,
+        clocks.worst_error_ns,
+        clocks.p99_error_ns,
+        clocks.samples
     )?;
     writeln!(
         out,
-        "{:<14} {:>10} {:>16} {:>16} {:>14}",
+        "{:<14} {:>10} {:>16} {:>16} {:>14}  clock",
         "scheme", "ns/id", "2 threads ids/s", "batch ids/s", "capacity/s"
     )?;
     for r in &rows {
         writeln!(
             out,
-            "{:<14} {:>10.1} {:>16} {:>16} {:>14}",
+            "{:<14} {:>10.1} {:>16} {:>16} {:>14}  {}",
             r.scheme,
             r.ns_per_id,
             si(r.two_threads_per_s),
             si(r.batch_per_s),
-            r.capacity_per_s.map_or("-".into(), si)
+            r.capacity_per_s.map_or("-".into(), si),
+            if r.fast_clock {
+                "counter"
+            } else {
+                "CLOCK_REALTIME"
+            }
         )?;
     }
     writeln!(
@@ -128,7 +150,7 @@ fn si(v: f64) -> String {
 }
 
 /// A generator of `kind` in this process, with a node (or host) id where it needs one.
-fn open(kind: &Kind) -> anyhow::Result<Opened> {
+fn open(kind: &Kind, precise_clock: bool) -> anyhow::Result<Opened> {
     let node = match kind.identity() {
         Identity::Node { .. } | Identity::Host => Some(1),
         _ => None,
@@ -137,6 +159,7 @@ fn open(kind: &Kind) -> anyhow::Result<Opened> {
         kind,
         &OpenOptions {
             node,
+            precise_clock,
             ..OpenOptions::default()
         },
     )?)
@@ -150,13 +173,54 @@ fn capacity(kind: &Kind) -> Option<f64> {
         .map(|f| f.ids_per_second)
 }
 
-/// The cost of one wall-clock read.
-fn clock_cost(d: Duration) -> f64 {
-    let c = idforge::WallClock;
+/// What the two readings of the system clock cost, and how far the fast one is off.
+struct Clocks {
+    precise_ns: f64,
+    fast_ns: f64,
+    worst_error_ns: u64,
+    p99_error_ns: u64,
+    samples: usize,
+}
+
+/// Times both readings, then compares the fast one with CLOCK_REALTIME: each fast reading
+/// bracketed by two precise ones at most 2 µs apart counts, its error being its distance from
+/// the bracket.
+fn measure_clocks(d: Duration) -> Clocks {
+    let precise_ns = read_cost(&SystemClock::precise(), d / 8);
+    let fast_ns = read_cost(&SystemClock::fast(), d / 8);
+    let (fast, wall) = (SystemClock::fast(), idforge::WallClock);
+    let mut errors = Vec::new();
+    let start = Instant::now();
+    while start.elapsed() < d / 4 && errors.len() < 1_000_000 {
+        let w1 = wall.now_ns();
+        let f = fast.now_ns();
+        let w2 = wall.now_ns();
+        if w2 >= w1 && w2 - w1 <= 2_000 {
+            errors.push(w1.saturating_sub(f).max(f.saturating_sub(w2)));
+        }
+    }
+    errors.sort_unstable();
+    let at = |q: f64| {
+        errors
+            .get(((errors.len() as f64 * q) as usize).min(errors.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or(0)
+    };
+    Clocks {
+        precise_ns,
+        fast_ns,
+        worst_error_ns: errors.last().copied().unwrap_or(0),
+        p99_error_ns: at(0.99),
+        samples: errors.len(),
+    }
+}
+
+/// The cost of one read of `c`.
+fn read_cost(c: &impl Clock, d: Duration) -> f64 {
     let start = Instant::now();
     let mut n = 0u64;
     let mut sink = 0u64;
-    while start.elapsed() < d / 4 {
+    while start.elapsed() < d {
         for _ in 0..1000 {
             sink = sink.wrapping_add(c.now_ns());
         }
