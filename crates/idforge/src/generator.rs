@@ -3,6 +3,9 @@
 
 use std::cell::RefCell;
 
+mod blocks;
+pub use blocks::Blocks;
+
 use rand::rngs::{SmallRng, StdRng};
 use rand::{Rng, SeedableRng};
 

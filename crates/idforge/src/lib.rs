@@ -52,7 +52,7 @@ pub mod time;
 
 pub use clock::{Clock, ManualClock, SystemClock, WallClock};
 pub use error::{Error, StateFileError};
-pub use generator::{Batch, Generator, RandomSource, SchemeSpec};
+pub use generator::{Batch, Blocks, Generator, RandomSource, SchemeSpec};
 pub use ids::{Id128, Id64, IdFamily, NanoTs, TypedId, UuidId};
 pub use inspect::{inspect, Decoded};
 pub use layout::{Field, Layout, LayoutBuilder, Parts, Segment};

@@ -175,6 +175,30 @@ fn a_batch_reserved_before_a_fork_is_not_issued_twice() {
 }
 
 #[test]
+fn a_per_thread_block_taken_before_a_fork_is_not_issued_twice() {
+    // Snowflake has no random bits and the clock is frozen: only the stamps keep ids apart.
+    let g = Generator::with_clock(
+        &Scheme::Snowflake,
+        Some(3),
+        ManualClock::new(T_MS * 1_000_000),
+        Policy::DEFAULT,
+    )
+    .unwrap();
+    let mut blocks = g.blocks(64);
+    let first = blocks.next().unwrap();
+    // Parent and child each hold the rest of the block (63 stamps); each takes 100 ids.
+    let all = in_forked_children(2, |_| (0..100).map(|_| blocks.next().unwrap()).collect());
+    let mut seen: HashSet<u128> = HashSet::from([first]);
+    for (i, ids) in all.iter().enumerate() {
+        assert!(ids.windows(2).all(|w| w[1] > w[0]), "process {i} went down");
+        for id in ids {
+            assert!(seen.insert(*id), "id {id:#x} issued twice across the fork");
+        }
+    }
+    assert_eq!(all[2][0], first + 1, "the parent keeps its block");
+}
+
+#[test]
 fn a_fork_while_another_thread_raises_the_durable_ceiling_never_deadlocks_the_child() {
     let d = std::env::temp_dir().join(format!("idforge-fork-durable-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
