@@ -87,6 +87,7 @@ impl<C: Clock, S: StampCell> Blocks<'_, C, S> {
     /// As [`Generator::next`] when a new block is needed (the block is reserved through the same
     /// sequencer); nothing is issued on an error.
     #[inline]
+    #[allow(clippy::should_implement_trait)] // named as `Generator::next`; a `Result` per call
     pub fn next(&mut self) -> Result<u128, Error> {
         let now = self.gen.seq.clock().now_ns();
         if self.next == self.end
@@ -134,14 +135,6 @@ impl<C: Clock, S: StampCell> Blocks<'_, C, S> {
         self.valid_from_ns = u64::try_from(from).unwrap_or(u64::MAX);
         self.valid_span_ns = u64::try_from(until.saturating_sub(from)).unwrap_or(u64::MAX);
         Ok(())
-    }
-}
-
-impl<C: Clock, S: StampCell> Iterator for Blocks<'_, C, S> {
-    type Item = Result<u128, Error>;
-    #[inline]
-    fn next(&mut self) -> Option<Self::Item> {
-        Some(Blocks::next(self))
     }
 }
 
