@@ -1,10 +1,49 @@
-//! Generation cost, next to baselines measured in the same run:
+//! Generation cost, next to baselines and peers measured in the same run.
+//!
+//! Floors:
 //!
 //! * `baseline/wall_clock`: one wall-clock read (`WallClock::now_ns`);
 //! * `baseline/clock_plus_cas`: one wall-clock read plus one uncontended compare-and-swap, the
-//!   floor for any sequencer-based generator;
-//! * `baseline/uuid_now_v7`, `baseline/uuid_new_v4`: the `uuid` crate;
-//! * `baseline/ulid_generator`: `ulid::Generator` (monotonic ULIDs).
+//!   floor for any sequencer-based generator.
+//!
+//! Peers, single thread in `baseline/*`, two threads in `threads2/*` (time per id of the total
+//! throughput):
+//!
+//! * `uuid` (features `v4`, `v7`, `fast-rng`): `uuid_now_v7_fast_rng` (`Uuid::now_v7`) and
+//!   `uuid_new_v4_fast_rng` (`Uuid::new_v4`, single thread only), both drawing their random bits
+//!   from `rand`'s thread-local generator, as `fast-rng` makes them do;
+//! * `uuid_v7_getrandom`: what `Uuid::now_v7` costs without `fast-rng`, as a build of `uuid` with
+//!   only `v7` gets it: one `getrandom` call (a system call on Linux) for the random bits of
+//!   every id. Features are unified across a build, so that `now_v7` cannot be called here:
+//!   `common::uuid_v7_getrandom` repeats its steps through `uuid`'s public API (`ContextV7`
+//!   behind a static mutex, locked twice as `Timestamp::now` does, `getrandom::fill`, the counter
+//!   placed as `new_v7` places it, `Builder`). It differs in one respect: the counter's reseed,
+//!   once per millisecond, draws from `rand`, not `getrandom`;
+//! * `ulid` (no features): `ulid_generator` (`ulid::Generator`, `&mut`, single thread) and
+//!   `ulid_generator_mutex` (one `Mutex<Generator>`, two threads);
+//! * `ferroid` 2 (features `std`, `alloc`, `snowflake`, `ulid`, `atomic`, `lock`, `thread-local`,
+//!   plus `cache-padded` and `parking-lot`, with which ferroid's own benchmarks are run), every
+//!   generator on its default clock, `MonotonicClock` (1 ms ticks, read from an atomic that a
+//!   background thread advances every millisecond: no clock read on the caller's side), and
+//!   `ThreadRandom` (`rand`'s thread-local generator) for random bits. A `Pending` result (tick
+//!   exhausted, lost CAS, clock behind) is retried after `std::hint::spin_loop()`, so every
+//!   figure is the time per id actually issued:
+//!   * `ferroid_atomic_snowflake`: `AtomicSnowflakeGenerator<SnowflakeTwitterId, _>` (41-bit
+//!     millisecond timestamp from `TWITTER_EPOCH`, 10-bit machine id, 12-bit sequence), one
+//!     generator shared by both threads in `threads2`. 4,096 ids per millisecond is its capacity:
+//!     past it, the generator waits for the next tick, so this figure is bounded below by
+//!     1 ms / 4,096 = 244 ns per id; compare it with `snowflake_default_policy`, idforge's
+//!     Snowflake under its default policy, which also waits for the next tick (yielding or
+//!     sleeping rather than spinning);
+//!   * `ferroid_atomic_snowflake_seq22`: the same generator on a layout with the machine id's
+//!     bits given to the sequence (1 reserved, 41 timestamp, 22 sequence bits: 4,194,304 ids per
+//!     millisecond), so that it never runs out within a tick: the cost of a call, to compare with
+//!     idforge's run-ahead `next/snowflake`;
+//!   * `ferroid_lock_mono_ulid`: `LockMonoUlidGenerator<ULID, _, ThreadRandom>` (monotonic ULIDs
+//!     behind a `parking_lot` mutex), one generator shared by both threads in `threads2`;
+//!   * `ferroid_thread_local_mono_ulid`: `ferroid::generator::thread_local::Ulid::new_ulid_mono`,
+//!     monotonic ULIDs from a generator per thread: in `threads2` each thread uses its own, so
+//!     the figure is the throughput of two independent generators, not of a shared one.
 //!
 //! Per scheme: `next/*` (one id), `reserve64/*` (ids from `reserve(64)`, reported per id), and
 //! `threads2/*` (two threads on one shared generator, time per id of the total throughput).
@@ -13,9 +52,11 @@
 //! benchmark waiting for the next tick, measuring their capacity rather than the cost of a call.
 //! The per-scheme benches therefore run with `OnExhausted::RunAhead` and an unbounded lead: every
 //! call still reads the clock and performs the CAS. `uuid7` (65,536 per ms) is also measured with
-//! its default policy.
+//! its default policy, and so is `snowflake` (`snowflake_default_policy`), which then waits for
+//! the next tick at exhaustion as `ferroid_atomic_snowflake` does.
 //!
-//! Run: `cargo bench -p idforge-bench --bench generate` (ratios: `scripts/bench-ratios`).
+//! Run: `cargo bench -p idforge-bench --bench generate` (ratios: `scripts/bench-ratios`; chart
+//! and table: `scripts/bench-chart`).
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,9 +64,14 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::two_threads;
+use common::{two_threads, uuid_v7_getrandom};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use ferroid::generator::thread_local::Ulid as ThreadLocalUlid;
+use ferroid::generator::{AtomicSnowflakeGenerator, LockMonoUlidGenerator};
+use ferroid::id::{SnowflakeId, SnowflakeTwitterId, ULID};
+use ferroid::rand::ThreadRandom;
+use ferroid::time::{MonotonicClock, TWITTER_EPOCH, UNIX_EPOCH};
 use idforge::{
     Clock, Generator, OnClockBehind, OnExhausted, Policy, Scheme, StateOptions, WallClock,
 };
@@ -39,6 +85,32 @@ const RUN_AHEAD: Policy = Policy {
 fn generator(scheme: &Scheme) -> Generator {
     let node = scheme.needs_node().then_some(1);
     Generator::with_clock(scheme, node, WallClock, RUN_AHEAD).unwrap()
+}
+
+ferroid::define_snowflake_id!(
+    /// Twitter's layout with the machine id's 10 bits given to the sequence (22 bits): a
+    /// generator that does not run out of sequence within a millisecond.
+    Seq22Snowflake, u64,
+    reserved: 1,
+    timestamp: 41,
+    machine_id: 0,
+    sequence: 22
+);
+
+type FerroidSnowflake<Id> = AtomicSnowflakeGenerator<Id, MonotonicClock>;
+type FerroidUlid = LockMonoUlidGenerator<ULID, MonotonicClock, ThreadRandom>;
+
+/// What ferroid's generators are told to do on `Pending`: spin, then poll again.
+fn spin<T>(_yield_for: T) {
+    std::hint::spin_loop();
+}
+
+fn new_ferroid_snowflake<Id: SnowflakeId<Ty = u64>>() -> FerroidSnowflake<Id> {
+    AtomicSnowflakeGenerator::new(1, MonotonicClock::with_epoch(TWITTER_EPOCH))
+}
+
+fn new_ferroid_ulid() -> FerroidUlid {
+    LockMonoUlidGenerator::new(MonotonicClock::with_epoch(UNIX_EPOCH), ThreadRandom)
 }
 
 fn baselines(c: &mut Criterion) {
@@ -58,24 +130,49 @@ fn baselines(c: &mut Criterion) {
             ));
         })
     });
-    g.bench_function("uuid_now_v7", |b| {
+    g.bench_function("uuid_now_v7_fast_rng", |b| {
         b.iter(|| black_box(uuid::Uuid::now_v7()))
     });
-    g.bench_function("uuid_new_v4", |b| {
+    g.bench_function("uuid_v7_getrandom", |b| {
+        b.iter(|| black_box(uuid_v7_getrandom()))
+    });
+    g.bench_function("uuid_new_v4_fast_rng", |b| {
         b.iter(|| black_box(uuid::Uuid::new_v4()))
     });
     let mut ulid = ulid::Generator::new();
     g.bench_function("ulid_generator", |b| {
         b.iter(|| black_box(ulid.generate().unwrap()))
     });
+    let snowflake = new_ferroid_snowflake::<SnowflakeTwitterId>();
+    g.bench_function("ferroid_atomic_snowflake", |b| {
+        b.iter(|| black_box(snowflake.next_id(spin)))
+    });
+    let snowflake22 = new_ferroid_snowflake::<Seq22Snowflake>();
+    g.bench_function("ferroid_atomic_snowflake_seq22", |b| {
+        b.iter(|| black_box(snowflake22.next_id(spin)))
+    });
+    let ferroid_ulid = new_ferroid_ulid();
+    g.bench_function("ferroid_lock_mono_ulid", |b| {
+        b.iter(|| black_box(ferroid_ulid.next_id(spin)))
+    });
+    g.bench_function("ferroid_thread_local_mono_ulid", |b| {
+        b.iter(|| black_box(ThreadLocalUlid::new_ulid_mono(spin)))
+    });
     g.finish();
 
     let mut g = c.benchmark_group("threads2");
     g.throughput(Throughput::Elements(1));
-    g.bench_function("uuid_now_v7", |b| {
+    g.bench_function("uuid_now_v7_fast_rng", |b| {
         b.iter_custom(|iters| {
             two_threads(iters, &|| {
                 black_box(uuid::Uuid::now_v7());
+            })
+        })
+    });
+    g.bench_function("uuid_v7_getrandom", |b| {
+        b.iter_custom(|iters| {
+            two_threads(iters, &|| {
+                black_box(uuid_v7_getrandom());
             })
         })
     });
@@ -84,6 +181,38 @@ fn baselines(c: &mut Criterion) {
         b.iter_custom(|iters| {
             two_threads(iters, &|| {
                 black_box(shared_ulid.lock().unwrap().generate().unwrap());
+            })
+        })
+    });
+    let snowflake = new_ferroid_snowflake::<SnowflakeTwitterId>();
+    g.bench_function("ferroid_atomic_snowflake", |b| {
+        b.iter_custom(|iters| {
+            two_threads(iters, &|| {
+                black_box(snowflake.next_id(spin));
+            })
+        })
+    });
+    let snowflake22 = new_ferroid_snowflake::<Seq22Snowflake>();
+    g.bench_function("ferroid_atomic_snowflake_seq22", |b| {
+        b.iter_custom(|iters| {
+            two_threads(iters, &|| {
+                black_box(snowflake22.next_id(spin));
+            })
+        })
+    });
+    let ferroid_ulid = new_ferroid_ulid();
+    g.bench_function("ferroid_lock_mono_ulid", |b| {
+        b.iter_custom(|iters| {
+            two_threads(iters, &|| {
+                black_box(ferroid_ulid.next_id(spin));
+            })
+        })
+    });
+    // Not one shared generator: each thread draws from its own thread-local one.
+    g.bench_function("ferroid_thread_local_mono_ulid", |b| {
+        b.iter_custom(|iters| {
+            two_threads(iters, &|| {
+                black_box(ThreadLocalUlid::new_ulid_mono(spin));
             })
         })
     });
@@ -103,6 +232,11 @@ fn schemes(c: &mut Criterion) {
         .with_random(idforge::RandomSource::Fast);
     g.bench_function("uuid7_default_policy_fast_random", |b| {
         b.iter(|| black_box(uuid7_fast.next().unwrap()))
+    });
+    // Waits for the next tick at exhaustion (4,096 ids per ms), as ferroid's Snowflake does.
+    let snowflake_default = Generator::new(&Scheme::Snowflake, Some(1)).unwrap();
+    g.bench_function("snowflake_default_policy", |b| {
+        b.iter(|| black_box(snowflake_default.next().unwrap()))
     });
     for scheme in Scheme::PRESETS
         .iter()
@@ -175,6 +309,14 @@ fn schemes(c: &mut Criterion) {
         b.iter_custom(|iters| {
             two_threads(iters, &|| {
                 black_box(shared.next().unwrap());
+            })
+        })
+    });
+    let snowflake_default = Generator::new(&Scheme::Snowflake, Some(1)).unwrap();
+    g.bench_function("snowflake_default_policy", |b| {
+        b.iter_custom(|iters| {
+            two_threads(iters, &|| {
+                black_box(snowflake_default.next().unwrap());
             })
         })
     });

@@ -5,15 +5,19 @@
 //! * `locality/next_sequential`: the same in sequential mode;
 //! * `locality/threads2`: two threads on one shared generator, time per id of the total
 //!   throughput (the `fetch_add` contends on one cache line);
-//! * `locality/uuid_now_v7`, `locality/uuid_now_v7_threads2`: the `uuid` crate's UUIDv7, the same
-//!   two ways.
+//! * `locality/uuid_now_v7_fast_rng`, `locality/uuid_now_v7_fast_rng_threads2`: the `uuid` crate's
+//!   UUIDv7, the same two ways, with `uuid`'s `fast-rng` feature (random bits from `rand`'s
+//!   thread-local generator);
+//! * `locality/uuid_v7_getrandom`, `locality/uuid_v7_getrandom_threads2`: `now_v7` as `uuid`
+//!   builds it without `fast-rng` (a `getrandom` call per id), emulated through `uuid`'s public API
+//!   by `common::uuid_v7_getrandom` (see there).
 //!
 //! Run: `cargo bench -p idforge-bench --bench locality`
 
 use std::hint::black_box;
 
 mod common;
-use common::two_threads;
+use common::{two_threads, uuid_v7_getrandom};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use idforge::schemes::locality::LocalityGenerator;
@@ -47,13 +51,23 @@ fn locality(c: &mut Criterion) {
         })
     });
 
-    g.bench_function("uuid_now_v7", |b| {
+    g.bench_function("uuid_now_v7_fast_rng", |b| {
         b.iter(|| black_box(uuid::Uuid::now_v7()))
     });
-    g.bench_function("uuid_now_v7_threads2", |b| {
+    g.bench_function("uuid_now_v7_fast_rng_threads2", |b| {
         b.iter_custom(|iters| {
             two_threads(iters, &|| {
                 black_box(uuid::Uuid::now_v7());
+            })
+        })
+    });
+    g.bench_function("uuid_v7_getrandom", |b| {
+        b.iter(|| black_box(uuid_v7_getrandom()))
+    });
+    g.bench_function("uuid_v7_getrandom_threads2", |b| {
+        b.iter_custom(|iters| {
+            two_threads(iters, &|| {
+                black_box(uuid_v7_getrandom());
             })
         })
     });
