@@ -45,8 +45,14 @@
 //!     monotonic ULIDs from a generator per thread: in `threads2` each thread uses its own, so
 //!     the figure is the throughput of two independent generators, not of a shared one.
 //!
-//! Per scheme: `next/*` (one id), `reserve64/*` (ids from `reserve(64)`, reported per id), and
-//! `threads2/*` (two threads on one shared generator, time per id of the total throughput).
+//! Per scheme: `next/*` (one id, on the default clock: the calibrated counter for millisecond
+//! layouts; `*_precise_clock` on CLOCK_REALTIME), `blocks/*` (per-thread block mode,
+//! `Generator::blocks(64)`), `reserve64/*` (ids from `reserve(64)`, reported per id), and
+//! `threads2/*` (two threads on one shared generator, time per id of the total throughput;
+//! `*_blocks64`: each thread its own `Blocks` on the shared generator).
+//!
+//! Floors: `baseline/fast_clock` (one read of the calibrated counter, `SystemClock::fast`) and
+//! `baseline/fast_clock_plus_cas`, next to the CLOCK_REALTIME ones.
 //!
 //! Layouts with small per-tick capacity (Snowflake: 4,096 per ms; GlobalId: 128) would spend the
 //! benchmark waiting for the next tick, measuring their capacity rather than the cost of a call.
@@ -64,7 +70,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{two_threads, uuid_v7_getrandom};
+use common::{two_threads, two_threads_each, uuid_v7_getrandom};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ferroid::generator::thread_local::Ulid as ThreadLocalUlid;
@@ -73,7 +79,8 @@ use ferroid::id::{SnowflakeId, SnowflakeTwitterId, ULID};
 use ferroid::rand::ThreadRandom;
 use ferroid::time::{MonotonicClock, TWITTER_EPOCH, UNIX_EPOCH};
 use idforge::{
-    Clock, Generator, OnClockBehind, OnExhausted, Policy, Scheme, StateOptions, WallClock,
+    Clock, Generator, OnClockBehind, OnExhausted, Policy, Scheme, StateOptions, SystemClock,
+    WallClock,
 };
 
 const RUN_AHEAD: Policy = Policy {
@@ -82,7 +89,16 @@ const RUN_AHEAD: Policy = Policy {
     on_clock_behind: OnClockBehind::Fail,
 };
 
+/// A run-ahead generator on the default clock (`SystemClock::for_tick`: the calibrated counter
+/// for millisecond layouts, CLOCK_REALTIME for nanots).
 fn generator(scheme: &Scheme) -> Generator {
+    let node = scheme.needs_node().then_some(1);
+    let clock = SystemClock::for_tick(scheme.layout().timebase().tick_ns);
+    Generator::with_clock(scheme, node, clock, RUN_AHEAD).unwrap()
+}
+
+/// The same on CLOCK_REALTIME for every id (`--precise-clock`).
+fn generator_precise(scheme: &Scheme) -> Generator<WallClock> {
     let node = scheme.needs_node().then_some(1);
     Generator::with_clock(scheme, node, WallClock, RUN_AHEAD).unwrap()
 }
@@ -117,7 +133,21 @@ fn baselines(c: &mut Criterion) {
     let mut g = c.benchmark_group("baseline");
     g.throughput(Throughput::Elements(1));
     g.bench_function("wall_clock", |b| b.iter(|| black_box(WallClock.now_ns())));
+    let fast = SystemClock::fast();
+    g.bench_function("fast_clock", |b| b.iter(|| black_box(fast.now_ns())));
     let cell = AtomicU64::new(0);
+    g.bench_function("fast_clock_plus_cas", |b| {
+        b.iter(|| {
+            let now = fast.now_ns();
+            let last = cell.load(Ordering::Relaxed);
+            let _ = black_box(cell.compare_exchange_weak(
+                last,
+                now.max(last + 1),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ));
+        })
+    });
     g.bench_function("clock_plus_cas", |b| {
         b.iter(|| {
             let now = WallClock.now_ns();
@@ -245,6 +275,31 @@ fn schemes(c: &mut Criterion) {
         let gen = generator(scheme);
         g.bench_function(scheme.name(), |b| b.iter(|| black_box(gen.next().unwrap())));
     }
+    // CLOCK_REALTIME for every id (`--precise-clock`): what the default was before the counter.
+    let uuid7_precise =
+        Generator::with_clock(&Scheme::Uuid7, None, WallClock, Policy::DEFAULT).unwrap();
+    g.bench_function("uuid7_default_policy_precise_clock", |b| {
+        b.iter(|| black_box(uuid7_precise.next().unwrap()))
+    });
+    let snowflake_precise = generator_precise(&Scheme::Snowflake);
+    g.bench_function("snowflake_precise_clock", |b| {
+        b.iter(|| black_box(snowflake_precise.next().unwrap()))
+    });
+    g.finish();
+
+    // Per-thread block mode (`Generator::blocks(64)`): one CAS per 64 ids, a clock read per id.
+    let mut g = c.benchmark_group("blocks");
+    g.throughput(Throughput::Elements(1));
+    let uuid7_blocks = Generator::new(&Scheme::Uuid7, None).unwrap();
+    g.bench_function("uuid7_default_policy", |b| {
+        let mut ids = uuid7_blocks.blocks(64);
+        b.iter(|| black_box(ids.next().unwrap()))
+    });
+    let snowflake_blocks = generator(&Scheme::Snowflake);
+    g.bench_function("snowflake", |b| {
+        let mut ids = snowflake_blocks.blocks(64);
+        b.iter(|| black_box(ids.next().unwrap()))
+    });
     g.finish();
 
     // The same generators with their stamp in a state file shared by the processes of the host.
@@ -330,6 +385,32 @@ fn schemes(c: &mut Criterion) {
             })
         });
     }
+    let uuid7_precise =
+        Generator::with_clock(&Scheme::Uuid7, None, WallClock, Policy::DEFAULT).unwrap();
+    g.bench_function("uuid7_default_policy_precise_clock", |b| {
+        b.iter_custom(|iters| {
+            two_threads(iters, &|| {
+                black_box(uuid7_precise.next().unwrap());
+            })
+        })
+    });
+    // Per-thread block mode: each thread its own `Blocks` on one shared generator.
+    let uuid7_blocks = Generator::new(&Scheme::Uuid7, None).unwrap();
+    g.bench_function("uuid7_blocks64", |b| {
+        b.iter_custom(|iters| {
+            two_threads_each(iters, &|| uuid7_blocks.blocks(64), &|ids| {
+                black_box(ids.next().unwrap());
+            })
+        })
+    });
+    let snowflake_blocks = generator(&Scheme::Snowflake);
+    g.bench_function("snowflake_blocks64", |b| {
+        b.iter_custom(|iters| {
+            two_threads_each(iters, &|| snowflake_blocks.blocks(64), &|ids| {
+                black_box(ids.next().unwrap());
+            })
+        })
+    });
     let batched = generator(&Scheme::Uuid7);
     g.bench_function("uuid7_reserve64", |b| {
         b.iter_custom(|iters| {

@@ -20,6 +20,29 @@ pub fn two_threads(iters: u64, f: &(dyn Fn() + Sync)) -> Duration {
     start.elapsed()
 }
 
+/// Like [`two_threads`], with per-thread state: each thread makes its own with `init` (a
+/// generator's `Blocks`, which is not `Sync`) and calls `f` on it.
+#[allow(dead_code)] // not every bench uses it
+pub fn two_threads_each<S>(
+    iters: u64,
+    init: &(dyn Fn() -> S + Sync),
+    f: &(dyn Fn(&mut S) + Sync),
+) -> Duration {
+    let half = iters / 2 + 1;
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                let mut state = init();
+                for _ in 0..half {
+                    f(&mut state);
+                }
+            });
+        }
+    });
+    start.elapsed()
+}
+
 /// `uuid`'s context for version 7 UUIDs, as its `now_v7` keeps it (a static `Mutex<ContextV7>`).
 static V7_CONTEXT: Mutex<uuid::ContextV7> = Mutex::new(uuid::ContextV7::new());
 
