@@ -10,7 +10,10 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use idforge::schemes::catalog::{Identity, Kind, NAMES};
 use idforge::schemes::open::{OpenOptions, Opened};
+use idforge::ticker::TickerClock;
 use idforge::{Clock, SystemClock};
+
+use crate::gen::ClockArg;
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
@@ -22,9 +25,9 @@ pub struct BenchArgs {
     /// One JSON object per scheme (an array).
     #[arg(long)]
     json: bool,
-    /// Read CLOCK_REALTIME for every id, as `gen --precise-clock` does.
-    #[arg(long)]
-    precise_clock: bool,
+    /// The clock ids take their time from, as `gen --clock`.
+    #[arg(long, value_enum, default_value_t = ClockArg::Auto)]
+    clock: ClockArg,
 }
 
 /// One scheme's figures.
@@ -35,8 +38,26 @@ struct Row {
     two_threads_per_s: f64,
     batch_per_s: f64,
     capacity_per_s: Option<f64>,
-    /// Whether the scheme's ids took their time from the calibrated counter.
-    fast_clock: bool,
+    /// Where the scheme's ids took their time from.
+    clock: ReadBy,
+}
+
+/// A clock `bench` reports on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReadBy {
+    Realtime,
+    Counter,
+    Ticker,
+}
+
+impl ReadBy {
+    fn name(self) -> &'static str {
+        match self {
+            ReadBy::Realtime => "CLOCK_REALTIME",
+            ReadBy::Counter => "counter",
+            ReadBy::Ticker => "ticker",
+        }
+    }
 }
 
 /// Runs `idforge bench`.
@@ -52,7 +73,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
     };
     let d = Duration::from_millis(a.duration_ms.max(10));
     let progress = std::io::stderr().is_terminal();
-    let clocks = measure_clocks(d);
+    let clocks = measure_clocks(d, a.clock == ClockArg::Ticker)?;
     let mut rows = Vec::new();
     for (i, name) in names.iter().enumerate() {
         let kind = Kind::from_name(name, None)?;
@@ -63,18 +84,23 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
                 names.len()
             );
         }
-        let g = open(&kind, a.precise_clock)?;
+        let g = open(&kind, a.clock)?;
         let tick = kind
             .timebase(&OpenOptions::default())?
             .map_or(1_000_000, |t| t.tick_ns);
-        let fast = !a.precise_clock && !SystemClock::for_tick(tick).is_precise();
+        let clock = match a.clock {
+            ClockArg::Precise => ReadBy::Realtime,
+            ClockArg::Ticker => ReadBy::Ticker,
+            ClockArg::Auto if SystemClock::for_tick(tick).is_precise() => ReadBy::Realtime,
+            ClockArg::Auto => ReadBy::Counter,
+        };
         rows.push(Row {
             scheme: kind.name().to_string(),
             ns_per_id: one_thread(&g, d)?,
             two_threads_per_s: two_threads(&g, d)?,
             batch_per_s: batch(&g, d)?,
             capacity_per_s: capacity(&kind),
-            fast_clock: fast,
+            clock,
         });
     }
     if progress {
@@ -91,10 +117,10 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
                     "ids_per_s_2_threads": r.two_threads_per_s,
                     "ids_per_s_batch": r.batch_per_s,
                     "capacity_ids_per_s": r.capacity_per_s,
-                    "clock": if r.fast_clock { "counter" } else { "CLOCK_REALTIME" },
-                    "clock_read_ns": if r.fast_clock { clocks.fast_ns } else { clocks.precise_ns },
-                    "clock_error_ns": if r.fast_clock { clocks.worst_error_ns } else { 0 },
-                    "clock_error_p99_ns": if r.fast_clock { clocks.p99_error_ns } else { 0 },
+                    "clock": r.clock.name(),
+                    "clock_read_ns": clocks.read_ns(r.clock),
+                    "clock_error_ns": clocks.worst(r.clock),
+                    "clock_error_p99_ns": clocks.p99(r.clock),
                 })
             })
             .collect();
@@ -107,10 +133,18 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
          CLOCK_REALTIME by at most {} ns (99% within {} ns) in {} bracketed readings",
         clocks.precise_ns,
         clocks.fast_ns,
-        clocks.worst_error_ns,
-        clocks.p99_error_ns,
-        clocks.samples
+        clocks.fast.worst_ns,
+        clocks.fast.p99_ns,
+        clocks.fast.samples
     )?;
+    if let Some((ns, e)) = &clocks.ticker {
+        writeln!(
+            out,
+            "        ticker {ns:.1} ns a read, behind CLOCK_REALTIME by at most {} ns (99% within \
+             {} ns) in {} bracketed readings",
+            e.worst_ns, e.p99_ns, e.samples
+        )?;
+    }
     writeln!(
         out,
         "{:<14} {:>10} {:>16} {:>16} {:>14}  clock",
@@ -125,11 +159,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
             si(r.two_threads_per_s),
             si(r.batch_per_s),
             r.capacity_per_s.map_or("-".into(), si),
-            if r.fast_clock {
-                "counter"
-            } else {
-                "CLOCK_REALTIME"
-            }
+            r.clock.name()
         )?;
     }
     writeln!(
@@ -150,7 +180,7 @@ fn si(v: f64) -> String {
 }
 
 /// A generator of `kind` in this process, with a node (or host) id where it needs one.
-fn open(kind: &Kind, precise_clock: bool) -> anyhow::Result<Opened> {
+fn open(kind: &Kind, clock: ClockArg) -> anyhow::Result<Opened> {
     let node = match kind.identity() {
         Identity::Node { .. } | Identity::Host => Some(1),
         _ => None,
@@ -159,7 +189,7 @@ fn open(kind: &Kind, precise_clock: bool) -> anyhow::Result<Opened> {
         kind,
         &OpenOptions {
             node,
-            precise_clock,
+            clock: clock.into(),
             ..OpenOptions::default()
         },
     )?)
@@ -173,44 +203,88 @@ fn capacity(kind: &Kind) -> Option<f64> {
         .map(|f| f.ids_per_second)
 }
 
-/// What the two readings of the system clock cost, and how far the fast one is off.
+/// What the clock readings cost, and how far the fast ones are off CLOCK_REALTIME.
 struct Clocks {
     precise_ns: f64,
     fast_ns: f64,
-    worst_error_ns: u64,
-    p99_error_ns: u64,
+    fast: Errors,
+    /// The ticker's figures, when `--clock ticker` asked for it.
+    ticker: Option<(f64, Errors)>,
+}
+
+/// Errors against CLOCK_REALTIME: the worst, the 99th percentile, and from how many readings.
+#[derive(Default, Clone, Copy)]
+struct Errors {
+    worst_ns: u64,
+    p99_ns: u64,
     samples: usize,
 }
 
-/// Times both readings, then compares the fast one with CLOCK_REALTIME: each fast reading
-/// bracketed by two precise ones at most 2 µs apart counts, its error being its distance from
-/// the bracket.
-fn measure_clocks(d: Duration) -> Clocks {
+impl Clocks {
+    fn read_ns(&self, by: ReadBy) -> f64 {
+        match (by, &self.ticker) {
+            (ReadBy::Realtime, _) => self.precise_ns,
+            (ReadBy::Counter, _) => self.fast_ns,
+            (ReadBy::Ticker, Some((ns, _))) => *ns,
+            (ReadBy::Ticker, None) => 0.0,
+        }
+    }
+    fn errors(&self, by: ReadBy) -> Errors {
+        match (by, &self.ticker) {
+            (ReadBy::Realtime, _) => Errors::default(),
+            (ReadBy::Counter, _) => self.fast,
+            (ReadBy::Ticker, Some((_, e))) => *e,
+            (ReadBy::Ticker, None) => Errors::default(),
+        }
+    }
+    fn worst(&self, by: ReadBy) -> u64 {
+        self.errors(by).worst_ns
+    }
+    fn p99(&self, by: ReadBy) -> u64 {
+        self.errors(by).p99_ns
+    }
+}
+
+/// Times the readings, then compares the fast ones with CLOCK_REALTIME: each reading bracketed
+/// by two precise ones at most 2 µs apart counts, its error being its distance from the bracket.
+fn measure_clocks(d: Duration, ticker: bool) -> anyhow::Result<Clocks> {
     let precise_ns = read_cost(&SystemClock::precise(), d / 8);
     let fast_ns = read_cost(&SystemClock::fast(), d / 8);
-    let (fast, wall) = (SystemClock::fast(), idforge::WallClock);
+    let fast = errors(&SystemClock::fast(), d / 4);
+    let ticker = if ticker {
+        let t = TickerClock::start()?;
+        Some((read_cost(&t, d / 8), errors(&t, d / 4)))
+    } else {
+        None
+    };
+    Ok(Clocks {
+        precise_ns,
+        fast_ns,
+        fast,
+        ticker,
+    })
+}
+
+fn errors(c: &impl Clock, d: Duration) -> Errors {
+    let wall = idforge::WallClock;
     let mut errors = Vec::new();
     let start = Instant::now();
-    while start.elapsed() < d / 4 && errors.len() < 1_000_000 {
+    while start.elapsed() < d && errors.len() < 1_000_000 {
         let w1 = wall.now_ns();
-        let f = fast.now_ns();
+        let f = c.now_ns();
         let w2 = wall.now_ns();
         if w2 >= w1 && w2 - w1 <= 2_000 {
             errors.push(w1.saturating_sub(f).max(f.saturating_sub(w2)));
         }
     }
     errors.sort_unstable();
-    let at = |q: f64| {
-        errors
-            .get(((errors.len() as f64 * q) as usize).min(errors.len().saturating_sub(1)))
-            .copied()
-            .unwrap_or(0)
-    };
-    Clocks {
-        precise_ns,
-        fast_ns,
-        worst_error_ns: errors.last().copied().unwrap_or(0),
-        p99_error_ns: at(0.99),
+    let p99 = errors
+        .get((errors.len() * 99 / 100).min(errors.len().saturating_sub(1)))
+        .copied()
+        .unwrap_or(0);
+    Errors {
+        worst_ns: errors.last().copied().unwrap_or(0),
+        p99_ns: p99,
         samples: errors.len(),
     }
 }

@@ -73,7 +73,12 @@ pub fn code(e: &anyhow::Error) -> u8 {
     match e.downcast_ref::<E>() {
         Some(E::StateFile(_)) => 4,
         Some(E::LeaseLost { .. }) => 6,
-        Some(E::ClockBehind { .. } | E::TimeOutOfRange { .. } | E::BeforeEpoch { .. }) => 3,
+        Some(
+            E::ClockBehind { .. }
+            | E::TimeOutOfRange { .. }
+            | E::BeforeEpoch { .. }
+            | E::ClockUnavailable(_),
+        ) => 3,
         Some(E::MalformedId { .. } | E::AmbiguousId { .. } | E::WrongVersion { .. }) => 1,
         _ => 2,
     }

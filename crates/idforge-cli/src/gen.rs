@@ -87,11 +87,14 @@ pub struct GenArgs {
     /// on it; predictability of the random bits does.
     #[arg(long)]
     fast_random: bool,
-    /// Read CLOCK_REALTIME for every id instead of the time-stamp counter calibrated against it
-    /// every millisecond (the default for millisecond layouts; off by at most 10 us, and a step
-    /// of the system clock shows within 1 ms). Uniqueness never depends on the clock.
-    #[arg(long)]
-    precise_clock: bool,
+    /// Where ids take their time from: auto (the default: the time-stamp counter calibrated
+    /// against CLOCK_REALTIME every millisecond for millisecond layouts, off by at most 10 us, a
+    /// step of the system clock showing within 1 ms; CLOCK_REALTIME for nanots), precise
+    /// (CLOCK_REALTIME for every id) or ticker (a value a background thread refreshes every
+    /// 100 us: the cheapest, lagging without bound on an overloaded machine). Uniqueness never
+    /// depends on the clock.
+    #[arg(long, value_enum, default_value_t = ClockArg::Auto)]
+    clock: ClockArg,
     /// Show progress on stderr (default: when stderr is a terminal and COUNT >= 1,000,000).
     #[arg(long)]
     progress: bool,
@@ -126,6 +129,25 @@ pub struct GenArgs {
     /// machine's first non-loopback MAC).
     #[arg(long, value_name = "MAC")]
     mac: Option<String>,
+}
+
+/// `--clock`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClockArg {
+    Auto,
+    Precise,
+    Ticker,
+}
+
+impl From<ClockArg> for idforge::schemes::open::ClockChoice {
+    fn from(c: ClockArg) -> Self {
+        use idforge::schemes::open::ClockChoice;
+        match c {
+            ClockArg::Auto => ClockChoice::Auto,
+            ClockArg::Precise => ClockChoice::Precise,
+            ClockArg::Ticker => ClockChoice::Ticker,
+        }
+    }
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -220,7 +242,7 @@ fn plan(a: GenArgs) -> anyhow::Result<Plan> {
         host_digits: a.host_digits,
         sequential: a.sequential,
         at_ns,
-        precise_clock: a.precise_clock,
+        clock: a.clock.into(),
         random: if a.fast_random {
             RandomSource::Fast
         } else {

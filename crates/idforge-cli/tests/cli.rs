@@ -789,6 +789,30 @@ fn ids_are_never_lost_silently_to_a_closed_stdout() {
 }
 
 #[test]
+fn every_clock_gives_unique_ids_near_the_real_time() {
+    for clock in ["auto", "precise", "ticker"] {
+        let o = idforge(&["gen", "uuid7", "-n", "20000", "--clock", clock]);
+        assert!(o.status.success(), "{clock}: {}", stderr(&o));
+        let ids: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
+        assert_eq!(ids.len(), 20_000);
+        let distinct: std::collections::HashSet<_> = ids.iter().collect();
+        assert_eq!(distinct.len(), ids.len(), "{clock}: repeated ids");
+        // The first id's millisecond is within a second of now.
+        let ms = u64::from_str_radix(&ids[0].replace('-', "")[..12], 16).unwrap();
+        let now_ms = std::time::SystemTime::UNIX_EPOCH
+            .elapsed()
+            .unwrap()
+            .as_millis() as u64;
+        assert!(
+            now_ms.abs_diff(ms) < 1_000,
+            "{clock}: id time {ms}, now {now_ms}"
+        );
+    }
+    let o = idforge(&["gen", "uuid7", "--clock", "sundial"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
 fn bench_measures_every_named_scheme_and_writes_json() {
     let o = idforge(&[
         "bench",
@@ -823,4 +847,18 @@ fn bench_measures_every_named_scheme_and_writes_json() {
     );
     let o = idforge(&["bench", "--duration-ms", "10", "nope"]);
     assert_eq!(o.status.code(), Some(2));
+    // With the ticker, its read cost and lag are measured and reported.
+    let o = idforge(&[
+        "bench",
+        "--duration-ms",
+        "20",
+        "--json",
+        "--clock",
+        "ticker",
+        "global-id",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v[0]["clock"], "ticker");
+    assert!(v[0]["clock_read_ns"].as_f64().unwrap() > 0.0, "{v}");
 }

@@ -223,6 +223,10 @@ pub enum Error {
     /// A shared state file could not be used.
     #[error(transparent)]
     StateFile(#[from] StateFileError),
+    /// The ticker clock (`ticker::TickerClock`) cannot run: its thread cannot be started, or
+    /// forks cannot be detected.
+    #[error("the ticker clock cannot run: {0}; use the default clock (`SystemClock`) instead")]
+    ClockUnavailable(String),
 }
 
 /// Shortens user input for an error message.

@@ -48,6 +48,7 @@ pub mod schemes;
 pub mod sequencer;
 pub mod shm;
 pub mod text;
+pub mod ticker;
 pub mod time;
 
 pub use clock::{Clock, ManualClock, SystemClock, WallClock};

@@ -199,6 +199,25 @@ fn a_per_thread_block_taken_before_a_fork_is_not_issued_twice() {
 }
 
 #[test]
+fn a_forked_child_starts_its_own_ticker() {
+    use idforge::ticker::TickerClock;
+    use idforge::Clock;
+    let ticker = TickerClock::start().unwrap();
+    // Each process reads the ticker, waits 20 ms and reads it again: in the child the parent's
+    // refreshing thread does not exist, so without a new one the value would stand still.
+    let all = in_forked_children(2, |_| {
+        let a = ticker.now_ns();
+        std::thread::sleep(Duration::from_millis(20));
+        let b = ticker.now_ns();
+        std::thread::sleep(Duration::from_millis(20));
+        vec![a as u128, b as u128, ticker.now_ns() as u128]
+    });
+    for (i, r) in all.iter().enumerate() {
+        assert!(r[2] > r[1], "process {i}: the ticker stood still ({r:?})");
+    }
+}
+
+#[test]
 fn a_fork_while_another_thread_raises_the_durable_ceiling_never_deadlocks_the_child() {
     let d = std::env::temp_dir().join(format!("idforge-fork-durable-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 /// The modules from the bottom up: foundations, then the sequencer and layouts, the stamp cells,
 /// the typed ids and the generator, the schemes, and the decoder on top.
-const ORDER: [&str; 12] = [
+const ORDER: [&str; 13] = [
     "family",
     "error",
     "time",
@@ -17,6 +17,7 @@ const ORDER: [&str; 12] = [
     "sequencer",
     "layout",
     "shm",
+    "ticker",
     "ids",
     "generator",
     "schemes",

@@ -33,12 +33,29 @@ use crate::sequencer::{Policy, Sequencer, StampCell};
 use crate::shm::HostStamp;
 use crate::shm::{ProcessStamp, StateOptions};
 use crate::text::{self, Format};
+use crate::ticker::TickerClock;
 
-/// The system clock, or a clock fixed at a time (backfills, reproducible examples).
+/// Which clock an opened scheme reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ClockChoice {
+    /// [`SystemClock::for_tick`] of the scheme's tick: the calibrated counter for millisecond
+    /// layouts (within 10 µs of `CLOCK_REALTIME`), `CLOCK_REALTIME` for nanots' finer ticks.
+    #[default]
+    Auto,
+    /// `CLOCK_REALTIME` for every id ([`SystemClock::precise`]).
+    Precise,
+    /// [`TickerClock`]: a value a background thread refreshes every 100 µs; the cheapest read,
+    /// with a lag that has no bound on an overloaded machine.
+    Ticker,
+}
+
+/// The system clock, the ticker, or a clock fixed at a time (backfills, reproducible examples).
 #[derive(Debug, Clone)]
 pub enum AnyClock {
     /// [`SystemClock`]: fast or precise.
     System(SystemClock),
+    /// [`TickerClock`].
+    Ticker(TickerClock),
     /// A [`ManualClock`], fixed unless moved.
     Manual(ManualClock),
 }
@@ -48,6 +65,7 @@ impl Clock for AnyClock {
     fn now_ns(&self) -> u64 {
         match self {
             AnyClock::System(c) => c.now_ns(),
+            AnyClock::Ticker(c) => c.now_ns(),
             AnyClock::Manual(c) => c.now_ns(),
         }
     }
@@ -55,6 +73,7 @@ impl Clock for AnyClock {
     fn pause(&self, ns: u64) {
         match self {
             AnyClock::System(c) => c.pause(ns),
+            AnyClock::Ticker(c) => c.pause(ns),
             AnyClock::Manual(c) => c.pause(ns),
         }
     }
@@ -153,10 +172,8 @@ pub struct OpenOptions {
     pub at_ns: Option<u64>,
     /// The policy, if not the scheme's default.
     pub policy: Option<Policy>,
-    /// Read `CLOCK_REALTIME` for every id ([`SystemClock::precise`]) instead of the calibrated
-    /// counter ([`SystemClock::for_tick`] of the scheme's tick: the counter for millisecond
-    /// layouts, `CLOCK_REALTIME` already for nanots' finer ticks).
-    pub precise_clock: bool,
+    /// Which clock ids take their time from (ignored with `at_ns`).
+    pub clock: ClockChoice,
     /// Where random bits come from (uuid7, uprotocol).
     pub random: RandomSource,
     /// A host-wide state file for the stamp; `None` keeps it in this process.
@@ -176,7 +193,7 @@ impl std::fmt::Debug for OpenOptions {
             .field("sequential", &self.sequential)
             .field("at_ns", &self.at_ns)
             .field("policy", &self.policy)
-            .field("precise_clock", &self.precise_clock)
+            .field("clock", &self.clock)
             .field("random", &self.random)
             .field("state", &self.state)
             .field("cell", &self.cell.as_ref().map(|_| "external"))
@@ -193,6 +210,12 @@ pub struct Opened {
 
 #[derive(Debug)]
 enum Inner {
+    /// A layout on the system clock with its stamp in this process.
+    Process(Box<Generator<SystemClock, ProcessStamp>>),
+    /// A layout on the system clock with its stamp in a state file.
+    #[cfg(feature = "host-wide")]
+    Host(Box<Generator<SystemClock, HostStamp>>),
+    /// Any other clock or cell.
     Layout(Box<Generator<AnyClock, AnyCell>>),
     /// The process-wide uProtocol v8 singleton.
     V8(&'static Generator),
@@ -302,11 +325,14 @@ impl Opened {
     pub fn open(kind: &Kind, opts: &OpenOptions) -> Result<Opened, Error> {
         let clock = match opts.at_ns {
             Some(t) => AnyClock::Manual(ManualClock::new(t)),
-            None if opts.precise_clock => AnyClock::System(SystemClock::precise()),
-            // Locality and uprotocol-v8 count milliseconds.
-            None => AnyClock::System(SystemClock::for_tick(
-                kind.timebase(opts)?.map_or(1_000_000, |tb| tb.tick_ns),
-            )),
+            None => match opts.clock {
+                ClockChoice::Precise => AnyClock::System(SystemClock::precise()),
+                ClockChoice::Ticker => AnyClock::Ticker(TickerClock::start()?),
+                // Locality and uprotocol-v8 count milliseconds.
+                ClockChoice::Auto => AnyClock::System(SystemClock::for_tick(
+                    kind.timebase(opts)?.map_or(1_000_000, |tb| tb.tick_ns),
+                )),
+            },
         };
         let policy = |default: Policy| match (opts.at_ns, opts.policy) {
             (_, Some(p)) => p,
@@ -341,11 +367,14 @@ impl Opened {
             }
             Kind::Layout(s) => {
                 let policy = policy(s.default_policy());
-                let g = match (&opts.state, &opts.cell) {
-                    (Some(_), Some(_)) => {
+                // The common cases (the system clock, a stamp in this process or in a state
+                // file) get generators of their own concrete types: no dispatch on the clock or
+                // the cell per id.
+                let g = match (&opts.state, &opts.cell, clock) {
+                    (Some(_), Some(_), _) => {
                         return Err(not_applicable(kind, "both a state file and a cell"))
                     }
-                    (None, Some(c)) => {
+                    (None, Some(c), clock) => {
                         let seq = Sequencer::with_cell(
                             clock,
                             AnyCell::External(c.clone()),
@@ -354,9 +383,24 @@ impl Opened {
                         )?;
                         Generator::with_sequencer(s, opts.node, seq)?
                     }
-                    (None, None) => Generator::with_clock(s, opts.node, clock, policy)?
+                    (None, None, AnyClock::System(sc)) => {
+                        let g = Generator::with_clock(s, opts.node, sc, policy)?;
+                        return Ok(Opened {
+                            kind: kind.clone(),
+                            inner: Inner::Process(Box::new(g.with_random(opts.random))),
+                        });
+                    }
+                    #[cfg(feature = "host-wide")]
+                    (Some(st), None, AnyClock::System(sc)) => {
+                        let g = Generator::host_wide(s, opts.node, sc, policy, st)?;
+                        return Ok(Opened {
+                            kind: kind.clone(),
+                            inner: Inner::Host(Box::new(g.with_random(opts.random))),
+                        });
+                    }
+                    (None, None, clock) => Generator::with_clock(s, opts.node, clock, policy)?
                         .map_cell(AnyCell::Process),
-                    (Some(st), None) => host_wide_layout(s, opts.node, clock, policy, st)?,
+                    (Some(st), None, clock) => host_wide_layout(s, opts.node, clock, policy, st)?,
                 };
                 Inner::Layout(Box::new(g.with_random(opts.random)))
             }
@@ -446,6 +490,9 @@ impl Opened {
     /// Width of an id in bits.
     pub fn bits(&self) -> u32 {
         match &self.inner {
+            Inner::Process(g) => g.layout().bits,
+            #[cfg(feature = "host-wide")]
+            Inner::Host(g) => g.layout().bits,
             Inner::Layout(g) => g.layout().bits,
             Inner::V8(g) => g.layout().bits,
             Inner::NanoTsHost(_) => 64,
@@ -478,6 +525,9 @@ impl Opened {
     /// The generator's: the clock behind the last id, the time field run out, a lost state file.
     pub fn next(&self) -> Result<u128, Error> {
         match &self.inner {
+            Inner::Process(g) => g.next(),
+            #[cfg(feature = "host-wide")]
+            Inner::Host(g) => g.next(),
             Inner::Layout(g) => g.next(),
             Inner::V8(g) => g.next(),
             Inner::NanoTsHost(g) => g.next().map(u128::from),
@@ -497,6 +547,9 @@ impl Opened {
         while left > 0 {
             let k = left.min(buf.len() as u64) as usize;
             match &self.inner {
+                Inner::Process(g) => g.fill(&mut buf[..k])?,
+                #[cfg(feature = "host-wide")]
+                Inner::Host(g) => g.fill(&mut buf[..k])?,
                 Inner::Layout(g) => g.fill(&mut buf[..k])?,
                 Inner::V8(g) => g.fill(&mut buf[..k])?,
                 _ => {
@@ -514,6 +567,9 @@ impl Opened {
     /// How far the last id is ahead of the wall clock (zero for locality).
     pub fn lead(&self) -> Duration {
         match &self.inner {
+            Inner::Process(g) => g.sequencer().lead(),
+            #[cfg(feature = "host-wide")]
+            Inner::Host(g) => g.sequencer().lead(),
             Inner::Layout(g) => g.sequencer().lead(),
             Inner::V8(g) => g.sequencer().lead(),
             Inner::NanoTsHost(g) => g.sequencer().lead(),
@@ -527,6 +583,7 @@ impl Opened {
         #[cfg(feature = "host-wide")]
         {
             let cell = match &self.inner {
+                Inner::Host(g) => return Some(g.sequencer().cell().path()),
                 Inner::Layout(g) => g.sequencer().cell(),
                 Inner::NanoTsHost(g) => g.sequencer().cell(),
                 _ => return None,
