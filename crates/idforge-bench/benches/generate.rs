@@ -51,6 +51,9 @@
 //! `threads2/*` (two threads on one shared generator, time per id of the total throughput;
 //! `*_blocks64`: each thread its own `Blocks` on the shared generator).
 //!
+//! `*_ticker`: the same on `TickerClock` (`--clock ticker`), a value a thread refreshes every
+//! 100 µs, the kind of clock ferroid reads.
+//!
 //! Floors: `baseline/fast_clock` (one read of the calibrated counter, `SystemClock::fast`) and
 //! `baseline/fast_clock_plus_cas`, next to the CLOCK_REALTIME ones.
 //!
@@ -78,6 +81,7 @@ use ferroid::generator::{AtomicSnowflakeGenerator, LockMonoUlidGenerator};
 use ferroid::id::{SnowflakeId, SnowflakeTwitterId, ULID};
 use ferroid::rand::ThreadRandom;
 use ferroid::time::{MonotonicClock, TWITTER_EPOCH, UNIX_EPOCH};
+use idforge::ticker::TickerClock;
 use idforge::{
     Clock, Generator, OnClockBehind, OnExhausted, Policy, Scheme, StateOptions, SystemClock,
     WallClock,
@@ -97,7 +101,14 @@ fn generator(scheme: &Scheme) -> Generator {
     Generator::with_clock(scheme, node, clock, RUN_AHEAD).unwrap()
 }
 
-/// The same on CLOCK_REALTIME for every id (`--precise-clock`).
+/// The same on the ticker clock (`--clock ticker`: a value refreshed every 100 µs, as ferroid's
+/// clock is).
+fn generator_ticker(scheme: &Scheme) -> Generator<TickerClock> {
+    let node = scheme.needs_node().then_some(1);
+    Generator::with_clock(scheme, node, TickerClock::start().unwrap(), RUN_AHEAD).unwrap()
+}
+
+/// The same on CLOCK_REALTIME for every id (`--clock precise`).
 fn generator_precise(scheme: &Scheme) -> Generator<WallClock> {
     let node = scheme.needs_node().then_some(1);
     Generator::with_clock(scheme, node, WallClock, RUN_AHEAD).unwrap()
@@ -285,6 +296,20 @@ fn schemes(c: &mut Criterion) {
     g.bench_function("snowflake_precise_clock", |b| {
         b.iter(|| black_box(snowflake_precise.next().unwrap()))
     });
+    let uuid7_ticker = Generator::with_clock(
+        &Scheme::Uuid7,
+        None,
+        TickerClock::start().unwrap(),
+        Policy::DEFAULT,
+    )
+    .unwrap();
+    g.bench_function("uuid7_default_policy_ticker", |b| {
+        b.iter(|| black_box(uuid7_ticker.next().unwrap()))
+    });
+    let snowflake_ticker = generator_ticker(&Scheme::Snowflake);
+    g.bench_function("snowflake_ticker", |b| {
+        b.iter(|| black_box(snowflake_ticker.next().unwrap()))
+    });
     g.finish();
 
     // Per-thread block mode (`Generator::blocks(64)`): one CAS per 64 ids, a clock read per id.
@@ -298,6 +323,22 @@ fn schemes(c: &mut Criterion) {
     let snowflake_blocks = generator(&Scheme::Snowflake);
     g.bench_function("snowflake", |b| {
         let mut ids = snowflake_blocks.blocks(64);
+        b.iter(|| black_box(ids.next().unwrap()))
+    });
+    let uuid7_blocks_ticker = Generator::with_clock(
+        &Scheme::Uuid7,
+        None,
+        TickerClock::start().unwrap(),
+        Policy::DEFAULT,
+    )
+    .unwrap();
+    g.bench_function("uuid7_default_policy_ticker", |b| {
+        let mut ids = uuid7_blocks_ticker.blocks(64);
+        b.iter(|| black_box(ids.next().unwrap()))
+    });
+    let snowflake_blocks_ticker = generator_ticker(&Scheme::Snowflake);
+    g.bench_function("snowflake_ticker", |b| {
+        let mut ids = snowflake_blocks_ticker.blocks(64);
         b.iter(|| black_box(ids.next().unwrap()))
     });
     g.finish();
@@ -407,6 +448,21 @@ fn schemes(c: &mut Criterion) {
     g.bench_function("snowflake_blocks64", |b| {
         b.iter_custom(|iters| {
             two_threads_each(iters, &|| snowflake_blocks.blocks(64), &|ids| {
+                black_box(ids.next().unwrap());
+            })
+        })
+    });
+    let snowflake_ticker = generator_ticker(&Scheme::Snowflake);
+    g.bench_function("snowflake_ticker", |b| {
+        b.iter_custom(|iters| {
+            two_threads(iters, &|| {
+                black_box(snowflake_ticker.next().unwrap());
+            })
+        })
+    });
+    g.bench_function("snowflake_blocks64_ticker", |b| {
+        b.iter_custom(|iters| {
+            two_threads_each(iters, &|| snowflake_ticker.blocks(64), &|ids| {
                 black_box(ids.next().unwrap());
             })
         })
