@@ -12,7 +12,7 @@ use idforge_serve::Settings;
 #[derive(Args, Debug)]
 pub struct ServeArgs {
     /// A TOML file of settings (keys: listen, schemes, node, host, layout, in_process,
-    /// max_count, timeout_ms, tokens_file, etcd, namespace_prefix, lease_ttl), below flags and
+    /// max_count, timeout_ms, tokens_file, etcd, namespace_prefix, lease_ttl, clock), below flags and
     /// environment variables.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -63,6 +63,10 @@ pub struct ServeArgs {
     /// server's node ids stay taken, and how long it issues without reaching etcd.
     #[arg(long, value_name = "SECS")]
     lease_ttl: Option<u64>,
+    /// Where ids take their time from, as `gen --clock`: auto [the default: the calibrated
+    /// time-stamp counter for millisecond layouts], precise (CLOCK_REALTIME per id) or ticker.
+    #[arg(long, value_enum)]
+    clock: Option<crate::gen::ClockArg>,
 }
 
 /// Runs `idforge serve` until SIGTERM or SIGINT.
@@ -81,6 +85,10 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         etcd: a.etcd,
         namespace_prefix: a.namespace_prefix,
         lease_ttl: a.lease_ttl,
+        clock: a.clock.map(|c| {
+            clap::ValueEnum::to_possible_value(&c)
+                .map_or_else(String::new, |v| v.get_name().to_string())
+        }),
     };
     let file = match &a.config {
         Some(path) => Settings::from_file(path)?,

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
+use idforge::schemes::open::ClockChoice;
 use serde::Deserialize;
 
 /// The default address: loopback only, so a service started by hand is not reachable from
@@ -34,6 +35,7 @@ pub const ENVIRONMENT: &str = "Environment (below flags, above the --config file
   IDFORGE_ETCD         etcd endpoints, comma separated: lease node ids from etcd (--etcd)
   IDFORGE_NAMESPACE_PREFIX  prefix of each scheme's etcd namespace (--namespace-prefix)
   IDFORGE_LEASE_TTL    the etcd lease's time to live in seconds (--lease-ttl)
+  IDFORGE_CLOCK        auto, precise or ticker: where ids take their time from (--clock)
   IDFORGE_STATE_DIR    directory of the host-wide state files (default ~/.local/state/idforge)";
 
 /// The default etcd lease TTL.
@@ -71,6 +73,8 @@ pub struct Settings {
     pub namespace_prefix: Option<String>,
     /// The etcd lease's time to live in seconds.
     pub lease_ttl: Option<u64>,
+    /// Where ids take their time from: `auto`, `precise` or `ticker` (as `idforge gen --clock`).
+    pub clock: Option<String>,
 }
 
 /// Where node ids are leased: etcd endpoints, the namespaces' prefix and the lease's TTL.
@@ -107,6 +111,8 @@ pub struct Config {
     pub tokens: Vec<String>,
     /// Node ids leased from etcd instead of `node` and `host`.
     pub fleet: Option<Fleet>,
+    /// Where ids take their time from.
+    pub clock: ClockChoice,
 }
 
 impl Default for Config {
@@ -134,12 +140,13 @@ impl Settings {
             etcd: self.etcd.or(lower.etcd),
             namespace_prefix: self.namespace_prefix.or(lower.namespace_prefix),
             lease_ttl: self.lease_ttl.or(lower.lease_ttl),
+            clock: self.clock.or(lower.clock),
         }
     }
 
     /// The settings of a TOML file (keys as the fields of [`Settings`]: `listen`, `schemes`,
     /// `node`, `host`, `layout`, `in_process`, `max_count`, `timeout_ms`, `tokens_file`, `etcd`,
-    /// `namespace_prefix`, `lease_ttl`).
+    /// `namespace_prefix`, `lease_ttl`, `clock`).
     ///
     /// # Errors
     /// A file that cannot be read, is not TOML, or has an unknown key.
@@ -210,6 +217,7 @@ impl Settings {
             etcd: get("IDFORGE_ETCD"),
             namespace_prefix: get("IDFORGE_NAMESPACE_PREFIX"),
             lease_ttl: num("IDFORGE_LEASE_TTL")?,
+            clock: get("IDFORGE_CLOCK"),
         })
     }
 
@@ -260,6 +268,15 @@ impl Settings {
                 t.len()
             );
         }
+        let clock = match self.clock.as_deref().map(|c| c.trim().to_ascii_lowercase()) {
+            None => ClockChoice::Auto,
+            Some(c) => match c.as_str() {
+                "auto" => ClockChoice::Auto,
+                "precise" => ClockChoice::Precise,
+                "ticker" => ClockChoice::Ticker,
+                _ => bail!("clock {c:?}: use auto, precise or ticker"),
+            },
+        };
         let fleet = match self.etcd.as_deref() {
             None => {
                 if self.namespace_prefix.is_some() || self.lease_ttl.is_some() {
@@ -307,6 +324,7 @@ impl Settings {
             timeout,
             tokens,
             fleet,
+            clock,
         })
     }
 }
@@ -372,6 +390,27 @@ mod tests {
             ..Settings::default()
         };
         assert!(alone.finish().unwrap_err().to_string().contains("--etcd"));
+    }
+
+    #[test]
+    fn the_clock_from_a_flag_the_environment_or_the_file() {
+        assert_eq!(
+            Settings::default().finish().unwrap().clock,
+            ClockChoice::Auto
+        );
+        let file = Settings::from_toml("clock = \"precise\"").unwrap();
+        assert_eq!(file.clone().finish().unwrap().clock, ClockChoice::Precise);
+        let env = Settings::from_vars(|k| (k == "IDFORGE_CLOCK").then(|| "Ticker".into())).unwrap();
+        assert_eq!(
+            env.or(file.clone()).finish().unwrap().clock,
+            ClockChoice::Ticker
+        );
+        let bad = Settings {
+            clock: Some("sundial".into()),
+            ..Settings::default()
+        };
+        let e = bad.or(file).finish().unwrap_err().to_string();
+        assert!(e.contains("auto, precise or ticker"), "{e}");
     }
 
     #[test]

@@ -104,6 +104,7 @@ impl App {
             };
             let mut opts = OpenOptions {
                 node,
+                clock: config.clock,
                 ..OpenOptions::default()
             };
             // With --etcd the node id is leased, and the member's cell keeps the stamp (with
