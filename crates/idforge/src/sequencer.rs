@@ -519,14 +519,22 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
         let mut last = self.cell.load();
         let mut now = self.clock.now_ns();
         // Whether `now` was read after `last` was seen. After a failed CAS the reading is reused
-        // while it still yields a stamp: an older reading never makes a stamp repeat (the stamp
-        // is above `last` whatever the clock says) nor lead further (the lead is overestimated),
-        // and contention does not pay a second clock read. Anything but a stamp from a reused
-        // reading (wait, clock behind) is decided again on a fresh one.
+        // while the stamp it yields lies within the reading's own tick: such a stamp never
+        // repeats (it is above `last` whatever the clock says) nor leads the clock, and
+        // contention does not pay a second clock read. Anything else is decided again on a fresh
+        // reading: a wait, a clock behind, and a stamp ahead of the reading, because `step` may
+        // only take `last` being ahead of the clock for a clock that stepped back (or a lead the
+        // policy allowed) when the clock was read after `last` was seen. From a reading older
+        // than `last` it would also be another thread's newer tick, and under `Wait` an
+        // exhausted counter would run ahead.
         let mut fresh = true;
         loop {
             let step = match self.step(now, last, n) {
-                Ok(Step::Take { start, end }) => Step::Take { start, end },
+                Ok(Step::Take { start, end })
+                    if fresh || end >> self.tb.counter_bits <= self.tick_of(now) =>
+                {
+                    Step::Take { start, end }
+                }
                 _ if !fresh => {
                     now = self.clock.now_ns();
                     fresh = true;
