@@ -30,6 +30,15 @@ pub trait Clock: Send + Sync {
     /// Nanoseconds since the Unix epoch. A clock set before 1970 reads as 0.
     fn now_ns(&self) -> u64;
 
+    /// A reading straight from the clock's source, which the sequencer takes before it refuses
+    /// or waits because the clock looks behind: a cheap reading that lags (a calibration not
+    /// yet renewed after the system clock was stepped forward, a ticker not yet woken) must
+    /// not make a process refuse ids that another process, reading the same system clock
+    /// afresh, issues. The default is [`Clock::now_ns`].
+    fn now_precise_ns(&self) -> u64 {
+        self.now_ns()
+    }
+
     /// Lets time pass while a sequencer waits for the clock to reach a later tick.
     ///
     /// `ns` is how far the clock is from the tick waited for. The wall clock sleeps (or yields
@@ -65,16 +74,21 @@ impl Clock for WallClock {
 ///
 /// Reading `CLOCK_REALTIME` costs a vDSO call (30–70 ns on a virtual machine). A fast
 /// `SystemClock` reads the CPU's time-stamp counter instead (through the `quanta` crate, which
-/// checks that the counter is invariant and falls back to the monotonic clock otherwise) and
-/// converts it with a calibration against `CLOCK_REALTIME` that the first reader after each
-/// millisecond renews. So it follows the real-time clock, NTP slewing and steps included:
+/// checks that the counter is invariant) and converts it with a calibration against
+/// `CLOCK_REALTIME` that the first reader after each 200 µs renews. It is used only where the
+/// kernel itself keeps time with that counter (clock source `tsc`: the kernel checked at boot
+/// that the CPUs' counters agree); elsewhere every reading is `CLOCK_REALTIME`. So it follows the
+/// real-time clock, slewing and steps included:
 ///
-/// * between renewals it is off by at most [`SystemClock::MAX_ERROR`] (the calibration's own
-///   sampling window is at most 2 µs, and a millisecond of a counter running at a rate that
-///   differs from the real-time clock's by the largest NTP slew, 500 ppm, adds 0.5 µs);
-/// * after the real-time clock is **stepped**, it reads the old time for at most one
-///   millisecond (the next renewal sees the step). A step back is the sequencer's business
-///   anyway; a step forward shows up at most 1 ms late.
+/// * between renewals it is off by at most [`SystemClock::MAX_ERROR`]: the calibration's own
+///   sampling window is at most 2 µs, and 200 µs of a counter running at a rate that differs
+///   from the real-time clock's by chrony's largest slew (83,333 ppm by default; ntpd's is
+///   500 ppm) adds 16.7 µs;
+/// * after the real-time clock is **stepped**, it reads the old time for at most 200 µs (the
+///   next renewal sees the step). Before it refuses or waits because the clock looks behind,
+///   the sequencer asks for a precise reading ([`Clock::now_precise_ns`]), so a process whose
+///   calibration is not yet renewed does not refuse ids another process issues at the new
+///   time.
 ///
 /// Uniqueness and order never depend on the clock: the [`Sequencer`](crate::Sequencer) is the
 /// authority. [`SystemClock::for_tick`] picks the fast reading for ticks of at least
@@ -96,7 +110,7 @@ pub struct SystemClock {
 impl SystemClock {
     /// The most a fast reading is off the real-time clock, apart from the millisecond after the
     /// real-time clock is stepped.
-    pub const MAX_ERROR: Duration = Duration::from_micros(10);
+    pub const MAX_ERROR: Duration = Duration::from_micros(20);
 
     /// The counter-based reading (precise when the crate is built without `fast-clock`).
     pub const fn fast() -> SystemClock {
@@ -137,7 +151,20 @@ impl Clock for SystemClock {
     fn now_ns(&self) -> u64 {
         #[cfg(feature = "fast-clock")]
         if !self.precise {
-            return calibrated::global().now_ns();
+            if let Some(c) = calibrated::global() {
+                return c.now_ns();
+            }
+        }
+        WallClock.now_ns()
+    }
+
+    /// `CLOCK_REALTIME`, renewing the calibration from that reading when it can.
+    fn now_precise_ns(&self) -> u64 {
+        #[cfg(feature = "fast-clock")]
+        if !self.precise {
+            if let Some(c) = calibrated::global() {
+                return c.refresh();
+            }
         }
         WallClock.now_ns()
     }
@@ -153,16 +180,34 @@ pub(crate) mod calibrated {
     use super::{Clock, WallClock};
 
     /// How often the calibration is renewed.
-    pub(crate) const PERIOD_NS: u64 = 1_000_000;
+    pub(crate) const PERIOD_NS: u64 = 200_000;
     /// The widest sampling window (in counter time) a calibration is taken from.
     pub(crate) const WINDOW_NS: u64 = 2_000;
     /// `base_raw` while a calibration is being written: outside every reader's range.
     const WRITING: u64 = u64::MAX;
 
-    /// The process's calibration of the time-stamp counter against `CLOCK_REALTIME`.
-    pub(crate) fn global() -> &'static Calibrated<WallClock> {
-        static GLOBAL: OnceLock<Calibrated<WallClock>> = OnceLock::new();
-        GLOBAL.get_or_init(|| Calibrated::new(quanta::Clock::new(), WallClock))
+    /// The process's calibration of the time-stamp counter against `CLOCK_REALTIME`; `None`
+    /// where the kernel does not keep time with that counter.
+    #[inline]
+    pub(crate) fn global() -> Option<&'static Calibrated<WallClock>> {
+        static GLOBAL: OnceLock<Option<Calibrated<WallClock>>> = OnceLock::new();
+        GLOBAL
+            .get_or_init(|| {
+                kernel_uses_tsc().then(|| Calibrated::new(quanta::Clock::new(), WallClock))
+            })
+            .as_ref()
+    }
+
+    /// Whether the kernel's clock source is the time-stamp counter: it then checked at boot
+    /// that the CPUs' counters agree (unsynchronised counters make it pick another source), and
+    /// `CLOCK_REALTIME` is itself the counter scaled. On other sources (`kvm-clock`, `hpet`,
+    /// ...) counters of two CPUs may differ by more than the error bound.
+    fn kernel_uses_tsc() -> bool {
+        cfg!(any(target_arch = "x86", target_arch = "x86_64"))
+            && std::fs::read_to_string(
+                "/sys/devices/system/clocksource/clocksource0/current_clocksource",
+            )
+            .is_ok_and(|s| s.trim() == "tsc")
     }
 
     /// Counter readings converted to the reference's time: `base_wall + (raw - base_raw)`, with
@@ -207,10 +252,15 @@ pub(crate) mod calibrated {
                 let wall = self.base_wall.load(Ordering::Relaxed);
                 fence(Ordering::Acquire);
                 if self.base_raw.load(Ordering::Relaxed) == base {
-                    return wall + self.counter.delta_as_nanos(base, raw);
+                    return wall.saturating_add(self.counter.delta_as_nanos(base, raw));
                 }
             }
             self.renew(raw)
+        }
+
+        /// The reference's reading, renewing the calibration from it when no other thread is.
+        pub(crate) fn refresh(&self) -> u64 {
+            self.renew(self.counter.raw())
         }
 
         /// Reads the reference, and renews the calibration from that reading when no other
@@ -337,7 +387,9 @@ pub(crate) mod calibrated {
         /// readings at most 2 µs apart is within `MAX_ERROR` of the bracket.
         #[test]
         fn the_real_counter_stays_within_max_error_of_the_real_time_clock() {
-            let c = global();
+            // A calibration of its own on the real counter (whatever the kernel's clock source:
+            // `global()` would not use the counter off `tsc`, this test still does).
+            let c = Calibrated::new(quanta::Clock::new(), WallClock);
             let bound = crate::clock::SystemClock::MAX_ERROR.as_nanos() as u64;
             let deadline = std::time::Instant::now() + std::time::Duration::from_millis(300);
             let (mut kept, mut worst) = (0u64, 0u64);
@@ -458,6 +510,9 @@ impl<C: Clock + ?Sized> Clock for &C {
     fn now_ns(&self) -> u64 {
         (**self).now_ns()
     }
+    fn now_precise_ns(&self) -> u64 {
+        (**self).now_precise_ns()
+    }
     fn pause(&self, ns: u64) {
         (**self).pause(ns)
     }
@@ -467,6 +522,9 @@ impl<C: Clock + ?Sized> Clock for Arc<C> {
     #[inline]
     fn now_ns(&self) -> u64 {
         (**self).now_ns()
+    }
+    fn now_precise_ns(&self) -> u64 {
+        (**self).now_precise_ns()
     }
     fn pause(&self, ns: u64) {
         (**self).pause(ns)

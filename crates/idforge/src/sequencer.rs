@@ -528,6 +528,10 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
         // than `last` it would also be another thread's newer tick, and under `Wait` an
         // exhausted counter would run ahead.
         let mut fresh = true;
+        // Whether `now` came from `Clock::now_precise_ns`: a cheap clock that lags (a
+        // calibration not yet renewed after a forward step) is read precisely once before the
+        // sequencer refuses or waits for it.
+        let mut precise = false;
         loop {
             let step = match self.step(now, last, n) {
                 Ok(Step::Take { start, end })
@@ -538,6 +542,11 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
                 _ if !fresh => {
                     now = self.clock.now_ns();
                     fresh = true;
+                    continue;
+                }
+                _ if !precise => {
+                    now = self.clock.now_precise_ns();
+                    precise = true;
                     continue;
                 }
                 other => other?,

@@ -133,6 +133,11 @@ impl Clock for TickerClock {
         }
         self.ticker.now.load(Ordering::Relaxed)
     }
+
+    /// The system clock's reading (the calibrated counter).
+    fn now_precise_ns(&self) -> u64 {
+        SystemClock::fast().now_precise_ns()
+    }
 }
 
 #[cfg(test)]

@@ -47,7 +47,7 @@ pub struct Blocks<'a, C: Clock, S: StampCell> {
     next: u64,
     end: u64,
     /// The block is used while the clock reads `valid_from_ns..valid_from_ns + valid_span_ns`:
-    /// from `max_lead` before the tick of its first stamp to the end of that tick.
+    /// from `max_lead` before the tick of its last stamp to the end of its first stamp's tick.
     valid_from_ns: u64,
     valid_span_ns: u64,
     fork_generation: u64,
@@ -127,11 +127,15 @@ impl<C: Clock, S: StampCell> Blocks<'_, C, S> {
         self.next = range.start;
         self.end = range.start + range.len;
         let tb = self.gen.seq.timebase();
-        let tick = (range.start >> tb.counter_bits) as u128;
-        let start = tick * tb.tick_ns as u128 + tb.epoch_ns as u128;
+        let tick_start = |stamp: u64| {
+            (stamp >> tb.counter_bits) as u128 * tb.tick_ns as u128 + tb.epoch_ns as u128
+        };
+        // Used until the clock leaves the first stamp's tick, and only while the clock is at
+        // most `max_lead` behind the *last* stamp's tick (a block that runs into the next tick
+        // must not lead by more than the policy allows).
         let lead = self.gen.seq.policy().max_lead.as_nanos();
-        let from = start.saturating_sub(lead);
-        let until = (start + tb.tick_ns as u128).min(u64::MAX as u128);
+        let from = tick_start(range.start + range.len - 1).saturating_sub(lead);
+        let until = (tick_start(range.start) + tb.tick_ns as u128).min(u64::MAX as u128);
         self.valid_from_ns = u64::try_from(from).unwrap_or(u64::MAX);
         self.valid_span_ns = u64::try_from(until.saturating_sub(from)).unwrap_or(u64::MAX);
         Ok(())

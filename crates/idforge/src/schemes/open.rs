@@ -39,7 +39,7 @@ use crate::ticker::TickerClock;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ClockChoice {
     /// [`SystemClock::for_tick`] of the scheme's tick: the calibrated counter for millisecond
-    /// layouts (within 10 µs of `CLOCK_REALTIME`), `CLOCK_REALTIME` for nanots' finer ticks.
+    /// layouts (within 20 µs of `CLOCK_REALTIME`), `CLOCK_REALTIME` for nanots' finer ticks.
     #[default]
     Auto,
     /// `CLOCK_REALTIME` for every id ([`SystemClock::precise`]).
@@ -67,6 +67,14 @@ impl Clock for AnyClock {
             AnyClock::System(c) => c.now_ns(),
             AnyClock::Ticker(c) => c.now_ns(),
             AnyClock::Manual(c) => c.now_ns(),
+        }
+    }
+
+    fn now_precise_ns(&self) -> u64 {
+        match self {
+            AnyClock::System(c) => c.now_precise_ns(),
+            AnyClock::Ticker(c) => c.now_precise_ns(),
+            AnyClock::Manual(c) => c.now_precise_ns(),
         }
     }
 
