@@ -88,7 +88,7 @@ pub struct GenArgs {
     #[arg(long)]
     fast_random: bool,
     /// Where ids take their time from: auto (the default: the time-stamp counter calibrated
-    /// against CLOCK_REALTIME every 200 us for millisecond layouts, off by at most 20 us, a
+    /// against CLOCK_REALTIME every 200 us for millisecond layouts, off by at most 50 us, a
     /// step of the system clock showing within 200 us; CLOCK_REALTIME for nanots), precise
     /// (CLOCK_REALTIME for every id) or ticker (a value a background thread refreshes every
     /// 100 us: the cheapest, lagging without bound on an overloaded machine). Uniqueness never

@@ -836,9 +836,9 @@ fn bench_measures_every_named_scheme_and_writes_json() {
         ] {
             assert!(r[k].as_f64().unwrap() > 0.0, "{k}: {r}");
         }
-        // Millisecond layouts read the calibrated counter, within its bound (20 µs).
+        // Millisecond layouts read the calibrated counter, within its bound (50 µs).
         assert_eq!(r["clock"], "counter", "{r}");
-        assert!(r["clock_error_ns"].as_u64().unwrap() <= 20_000, "{r}");
+        assert!(r["clock_error_ns"].as_u64().unwrap() <= 50_000, "{r}");
     }
     // A layout-capped scheme never measures above its capacity (4,096 ids per ms).
     let sf = &rows[1];

@@ -182,3 +182,69 @@ fn two_threads_never_issue_above_the_persisted_ceiling() {
         check(per);
     });
 }
+
+/// A manual clock on which waiting lets the time waited for pass, and yields to loom's scheduler.
+#[derive(Clone)]
+struct YieldingClock(ManualClock);
+
+impl Clock for YieldingClock {
+    fn now_ns(&self) -> u64 {
+        self.0.now_ns()
+    }
+    fn pause(&self, ns: u64) {
+        self.0.advance(ns);
+        loom::thread::yield_now();
+    }
+}
+
+/// Under `OnExhausted::Wait` no stamp is ahead of the clock: every stamp's tick is at most the
+/// tick of a clock reading taken after it was issued (the clock only moves forward here: one
+/// thread advances it by a tick, once). A reading reused after a lost CAS is older than the
+/// `last` the CAS returned, and makes `last_tick > now_tick` look like a clock that stepped back.
+#[test]
+fn wait_policy_never_runs_ahead_of_the_clock() {
+    let mut model = loom::model::Builder::new();
+    model.preemption_bound = Some(2);
+    model.check(|| {
+        let clock = ManualClock::new(5 * MS);
+        let tb = Timebase {
+            epoch_ns: 0,
+            tick_ns: MS,
+            time_bits: 48,
+            counter_bits: 1,
+        };
+        let seq = Arc::new(
+            Sequencer::with_cell(
+                YieldingClock(clock.clone()),
+                LoomCell(AtomicU64::new(0)),
+                tb,
+                Policy::DEFAULT,
+            )
+            .unwrap(),
+        );
+        let issuer = |n: usize| {
+            let seq = seq.clone();
+            let clock = clock.clone();
+            loom::thread::spawn(move || {
+                for _ in 0..n {
+                    let s = seq.next().unwrap();
+                    let now_tick = clock.now_ns() / MS;
+                    assert!(
+                        s >> 1 <= now_tick,
+                        "stamp of tick {} issued with the clock at tick {now_tick} under Wait",
+                        s >> 1
+                    );
+                }
+            })
+        };
+        let x = issuer(1);
+        let y = issuer(2);
+        let mover = {
+            let clock = clock.clone();
+            loom::thread::spawn(move || clock.advance(MS))
+        };
+        mover.join().unwrap();
+        x.join().unwrap();
+        y.join().unwrap();
+    });
+}

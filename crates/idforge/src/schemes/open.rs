@@ -39,7 +39,7 @@ use crate::ticker::TickerClock;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ClockChoice {
     /// [`SystemClock::for_tick`] of the scheme's tick: the calibrated counter for millisecond
-    /// layouts (within 20 µs of `CLOCK_REALTIME`), `CLOCK_REALTIME` for nanots' finer ticks.
+    /// layouts (within 50 µs of `CLOCK_REALTIME`), `CLOCK_REALTIME` for nanots' finer ticks.
     #[default]
     Auto,
     /// `CLOCK_REALTIME` for every id ([`SystemClock::precise`]).
