@@ -877,4 +877,91 @@ mod tests {
         }
         assert_eq!(set.len(), 80_000);
     }
+
+    /// The sequencer with the calibrated counter: a forward step of the system clock seen by
+    /// one calibration before another (they live here, not in `clock`, which is below the
+    /// sequencer).
+    #[cfg(feature = "fast-clock")]
+    mod forward_steps {
+        use super::*;
+        use crate::clock::calibrated::{Calibrated, PERIOD_NS};
+
+        /// One process's calibration as a sequencer's clock.
+        struct Cal<'a, R: Clock>(&'a Calibrated<R>);
+        impl<R: Clock> Clock for Cal<'_, R> {
+            fn now_ns(&self) -> u64 {
+                self.0.now_ns()
+            }
+            fn now_precise_ns(&self) -> u64 {
+                self.0.refresh()
+            }
+        }
+
+        const T0: u64 = 1_800_000_000_000_000_000;
+
+        fn tb12() -> Timebase {
+            Timebase {
+                epoch_ns: 0,
+                tick_ns: 1_000_000,
+                time_bits: 48,
+                counter_bits: 12,
+            }
+        }
+
+        /// Two processes on one stamp (a state file), each with its own calibration of the
+        /// same counter. The system clock steps forward 2 s (more than the default `max_lead`):
+        /// the process renewed first issues at the new time; the other, still inside its period,
+        /// reads the old time, and must not be refused with `ClockBehind` for a clock that went
+        /// forward. Failed before the sequencer took a precise reading before refusing.
+        #[test]
+        fn a_forward_step_does_not_make_a_process_not_yet_renewed_refuse() {
+            let (counter, mock) = quanta::Clock::mock();
+            mock.increment(1_000);
+            let reference = ManualClock::new(T0);
+            let p1 = Calibrated::new(counter.clone(), reference.clone());
+            let p2 = Calibrated::new(counter, reference.clone());
+            let advance = |ns: u64| {
+                mock.increment(ns);
+                reference.advance(ns);
+            };
+            p1.now_ns();
+            advance(PERIOD_NS / 2);
+            p2.now_ns(); // renewed half a period after P1
+            let stamp = std::sync::atomic::AtomicU64::new(0);
+            let s1 = Sequencer::with_cell(Cal(&p1), &stamp, tb12(), Policy::DEFAULT).unwrap();
+            let s2 = Sequencer::with_cell(Cal(&p2), &stamp, tb12(), Policy::DEFAULT).unwrap();
+            s2.next().unwrap();
+            reference.advance(2_000_000_000);
+            advance(PERIOD_NS * 6 / 10); // P1's calibration is expired, P2's is not
+            let a = s1.next().unwrap();
+            assert_eq!(a >> 12, reference.now_ns() / 1_000_000, "P1 sees the step");
+            let b = s2.next();
+            assert!(b.is_ok(), "P2 refused after a forward step: {b:?}");
+            // P2's precise reading renewed its calibration: it reads the new time from now on.
+            assert_eq!(p2.now_ns(), reference.now_ns());
+        }
+
+        /// The same beside a process reading `CLOCK_REALTIME` itself (`--clock precise`, nanots).
+        #[test]
+        fn a_forward_step_does_not_make_a_fast_process_refuse_beside_a_precise_one() {
+            let (counter, mock) = quanta::Clock::mock();
+            mock.increment(1_000);
+            let reference = ManualClock::new(T0);
+            let fast = Calibrated::new(counter, reference.clone());
+            fast.now_ns();
+            let stamp = std::sync::atomic::AtomicU64::new(0);
+            let precise =
+                Sequencer::with_cell(reference.clone(), &stamp, tb12(), Policy::DEFAULT).unwrap();
+            let counted =
+                Sequencer::with_cell(Cal(&fast), &stamp, tb12(), Policy::DEFAULT).unwrap();
+            mock.increment(PERIOD_NS / 10);
+            reference.advance(PERIOD_NS / 10 + 2_000_000_000);
+            precise.next().unwrap();
+            let r = counted.next();
+            assert!(
+                r.is_ok(),
+                "the fast process refused after a forward step: {r:?}"
+            );
+        }
+    }
 }
