@@ -221,8 +221,11 @@ pub(crate) mod calibrated {
     pub(crate) struct Calibrated<R: Clock> {
         base_raw: AtomicU64,
         base_wall: AtomicU64,
-        /// Counter value when a renewal started; 0 when none is under way. A renewal older than
-        /// a period (its thread died, or the process forked under it) is taken over.
+        /// The process id of the thread renewing the calibration; 0 when none is. Within a
+        /// process renewals never overlap (a thread stalled in one holds it, and the others read
+        /// the reference meanwhile), so two writers never mix their samples. A renewal held by
+        /// another process id was inherited through a fork from a thread that does not exist
+        /// here, and is taken over.
         busy: AtomicU64,
         period_raw: u64,
         window_raw: u64,
@@ -258,25 +261,24 @@ pub(crate) mod calibrated {
                     return wall.saturating_add(self.counter.delta_as_nanos(base, raw));
                 }
             }
-            self.renew(raw)
+            self.renew()
         }
 
         /// The reference's reading, renewing the calibration from it when no other thread is.
         pub(crate) fn refresh(&self) -> u64 {
-            self.renew(self.counter.raw())
+            self.renew()
         }
 
         /// Reads the reference, and renews the calibration from that reading when no other
         /// thread is and the reading's window is narrow enough.
         #[cold]
-        fn renew(&self, raw: u64) -> u64 {
+        fn renew(&self) -> u64 {
+            let me = u64::from(std::process::id());
             let taken = self.busy.load(Ordering::Relaxed);
-            let free = taken == 0 || raw.wrapping_sub(taken) > self.period_raw;
-            let mine = raw.max(1);
-            if !free
+            if taken == me
                 || self
                     .busy
-                    .compare_exchange(taken, mine, Ordering::Acquire, Ordering::Relaxed)
+                    .compare_exchange(taken, me, Ordering::Acquire, Ordering::Relaxed)
                     .is_err()
             {
                 return self.reference.now_ns();
@@ -291,9 +293,7 @@ pub(crate) mod calibrated {
                 self.base_wall.store(wall, Ordering::Relaxed);
                 self.base_raw.store(mid, Ordering::Release);
             }
-            let _ = self
-                .busy
-                .compare_exchange(mine, 0, Ordering::Release, Ordering::Relaxed);
+            self.busy.store(0, Ordering::Release);
             wall
         }
     }
@@ -365,20 +365,25 @@ pub(crate) mod calibrated {
         }
 
         #[test]
-        fn a_renewal_abandoned_by_its_thread_is_taken_over() {
+        fn a_renewal_under_way_in_this_process_is_left_to_it_and_an_inherited_one_taken_over() {
             let (c, mock, reference) = mocked();
             c.now_ns();
             mock.increment(PERIOD_NS + 1);
-            // A renewal started by a thread that never finished it (killed, or gone in a fork).
-            c.busy.store(mock.value(), Ordering::Relaxed);
+            // Another thread of this process is renewing (or stalled while renewing).
+            let me = u64::from(std::process::id());
+            c.busy.store(me, Ordering::Relaxed);
             reference.advance(1_000_000_000);
-            // The next reader is refused the renewal (it is less than a period old): it reads
-            // the reference, and the calibration stays as it was.
+            // A reader leaves the renewal to it: it reads the reference, and the calibration
+            // stays as it was however long that thread takes (no second writer mixes samples).
             let before = c.base_raw.load(Ordering::Relaxed);
-            assert_eq!(c.now_ns(), reference.now_ns());
+            for _ in 0..3 {
+                mock.increment(PERIOD_NS + 1);
+                assert_eq!(c.now_ns(), reference.now_ns());
+            }
             assert_eq!(c.base_raw.load(Ordering::Relaxed), before);
-            // Once the abandoned renewal is older than a period, a reader takes it over.
-            mock.increment(PERIOD_NS + 1);
+            // A renewal held by another process id was inherited through a fork: its thread
+            // does not exist here, and the first reader takes it over.
+            c.busy.store(me + 1, Ordering::Relaxed);
             reference.advance(5);
             assert_eq!(c.now_ns(), reference.now_ns());
             mock.increment(10);
