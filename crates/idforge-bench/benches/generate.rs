@@ -75,7 +75,8 @@ use std::time::{Duration, Instant};
 mod common;
 use common::{two_threads, two_threads_each, uuid_v7_getrandom};
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use criterion::measurement::WallTime;
+use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
 use ferroid::generator::thread_local::Ulid as ThreadLocalUlid;
 use ferroid::generator::{AtomicSnowflakeGenerator, LockMonoUlidGenerator};
 use ferroid::id::{SnowflakeId, SnowflakeTwitterId, ULID};
@@ -140,6 +141,24 @@ fn new_ferroid_ulid() -> FerroidUlid {
     LockMonoUlidGenerator::new(MonotonicClock::with_epoch(UNIX_EPOCH), ThreadRandom)
 }
 
+/// Two threads calling `f` (on one shared generator), as the time per call of their total.
+fn shared2(g: &mut BenchmarkGroup<'_, WallTime>, name: &str, f: &(dyn Fn() + Sync)) {
+    g.bench_function(name, |b| b.iter_custom(|iters| two_threads(iters, f)));
+}
+
+/// The floor of a sequencer: one clock read and one uncontended CAS.
+#[inline(always)]
+fn clock_plus_cas(clock: &impl Clock, cell: &AtomicU64) {
+    let now = clock.now_ns();
+    let last = cell.load(Ordering::Relaxed);
+    let _ = black_box(cell.compare_exchange_weak(
+        last,
+        now.max(last + 1),
+        Ordering::Relaxed,
+        Ordering::Relaxed,
+    ));
+}
+
 fn baselines(c: &mut Criterion) {
     let mut g = c.benchmark_group("baseline");
     g.throughput(Throughput::Elements(1));
@@ -148,28 +167,10 @@ fn baselines(c: &mut Criterion) {
     g.bench_function("fast_clock", |b| b.iter(|| black_box(fast.now_ns())));
     let cell = AtomicU64::new(0);
     g.bench_function("fast_clock_plus_cas", |b| {
-        b.iter(|| {
-            let now = fast.now_ns();
-            let last = cell.load(Ordering::Relaxed);
-            let _ = black_box(cell.compare_exchange_weak(
-                last,
-                now.max(last + 1),
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ));
-        })
+        b.iter(|| clock_plus_cas(&fast, &cell))
     });
     g.bench_function("clock_plus_cas", |b| {
-        b.iter(|| {
-            let now = WallClock.now_ns();
-            let last = cell.load(Ordering::Relaxed);
-            let _ = black_box(cell.compare_exchange_weak(
-                last,
-                now.max(last + 1),
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ));
-        })
+        b.iter(|| clock_plus_cas(&WallClock, &cell))
     });
     g.bench_function("uuid_now_v7_fast_rng", |b| {
         b.iter(|| black_box(uuid::Uuid::now_v7()))
@@ -203,59 +204,31 @@ fn baselines(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("threads2");
     g.throughput(Throughput::Elements(1));
-    g.bench_function("uuid_now_v7_fast_rng", |b| {
-        b.iter_custom(|iters| {
-            two_threads(iters, &|| {
-                black_box(uuid::Uuid::now_v7());
-            })
-        })
+    shared2(&mut g, "uuid_now_v7_fast_rng", &|| {
+        black_box(uuid::Uuid::now_v7());
     });
-    g.bench_function("uuid_v7_getrandom", |b| {
-        b.iter_custom(|iters| {
-            two_threads(iters, &|| {
-                black_box(uuid_v7_getrandom());
-            })
-        })
+    shared2(&mut g, "uuid_v7_getrandom", &|| {
+        black_box(uuid_v7_getrandom());
     });
     let shared_ulid = Mutex::new(ulid::Generator::new());
-    g.bench_function("ulid_generator_mutex", |b| {
-        b.iter_custom(|iters| {
-            two_threads(iters, &|| {
-                black_box(shared_ulid.lock().unwrap().generate().unwrap());
-            })
-        })
+    shared2(&mut g, "ulid_generator_mutex", &|| {
+        black_box(shared_ulid.lock().unwrap().generate().unwrap());
     });
     let snowflake = new_ferroid_snowflake::<SnowflakeTwitterId>();
-    g.bench_function("ferroid_atomic_snowflake", |b| {
-        b.iter_custom(|iters| {
-            two_threads(iters, &|| {
-                black_box(snowflake.next_id(spin));
-            })
-        })
+    shared2(&mut g, "ferroid_atomic_snowflake", &|| {
+        black_box(snowflake.next_id(spin));
     });
     let snowflake22 = new_ferroid_snowflake::<Seq22Snowflake>();
-    g.bench_function("ferroid_atomic_snowflake_seq22", |b| {
-        b.iter_custom(|iters| {
-            two_threads(iters, &|| {
-                black_box(snowflake22.next_id(spin));
-            })
-        })
+    shared2(&mut g, "ferroid_atomic_snowflake_seq22", &|| {
+        black_box(snowflake22.next_id(spin));
     });
     let ferroid_ulid = new_ferroid_ulid();
-    g.bench_function("ferroid_lock_mono_ulid", |b| {
-        b.iter_custom(|iters| {
-            two_threads(iters, &|| {
-                black_box(ferroid_ulid.next_id(spin));
-            })
-        })
+    shared2(&mut g, "ferroid_lock_mono_ulid", &|| {
+        black_box(ferroid_ulid.next_id(spin));
     });
     // Not one shared generator: each thread draws from its own thread-local one.
-    g.bench_function("ferroid_thread_local_mono_ulid", |b| {
-        b.iter_custom(|iters| {
-            two_threads(iters, &|| {
-                black_box(ThreadLocalUlid::new_ulid_mono(spin));
-            })
-        })
+    shared2(&mut g, "ferroid_thread_local_mono_ulid", &|| {
+        black_box(ThreadLocalUlid::new_ulid_mono(spin));
     });
     g.finish();
 }
@@ -401,39 +374,23 @@ fn schemes(c: &mut Criterion) {
     let mut g = c.benchmark_group("threads2");
     g.throughput(Throughput::Elements(1));
     let shared = Generator::new(&Scheme::Uuid7, None).unwrap();
-    g.bench_function("uuid7_default_policy", |b| {
-        b.iter_custom(|iters| {
-            two_threads(iters, &|| {
-                black_box(shared.next().unwrap());
-            })
-        })
+    shared2(&mut g, "uuid7_default_policy", &|| {
+        black_box(shared.next().unwrap());
     });
     let snowflake_default = Generator::new(&Scheme::Snowflake, Some(1)).unwrap();
-    g.bench_function("snowflake_default_policy", |b| {
-        b.iter_custom(|iters| {
-            two_threads(iters, &|| {
-                black_box(snowflake_default.next().unwrap());
-            })
-        })
+    shared2(&mut g, "snowflake_default_policy", &|| {
+        black_box(snowflake_default.next().unwrap());
     });
     for scheme in [Scheme::Snowflake, Scheme::GlobalId] {
         let gen = generator(&scheme);
-        g.bench_function(scheme.name(), |b| {
-            b.iter_custom(|iters| {
-                two_threads(iters, &|| {
-                    black_box(gen.next().unwrap());
-                })
-            })
+        shared2(&mut g, scheme.name(), &|| {
+            black_box(gen.next().unwrap());
         });
     }
     let uuid7_precise =
         Generator::with_clock(&Scheme::Uuid7, None, WallClock, Policy::DEFAULT).unwrap();
-    g.bench_function("uuid7_default_policy_precise_clock", |b| {
-        b.iter_custom(|iters| {
-            two_threads(iters, &|| {
-                black_box(uuid7_precise.next().unwrap());
-            })
-        })
+    shared2(&mut g, "uuid7_default_policy_precise_clock", &|| {
+        black_box(uuid7_precise.next().unwrap());
     });
     // Per-thread block mode: each thread its own `Blocks` on one shared generator.
     let uuid7_blocks = Generator::new(&Scheme::Uuid7, None).unwrap();
@@ -453,12 +410,8 @@ fn schemes(c: &mut Criterion) {
         })
     });
     let snowflake_ticker = generator_ticker(&Scheme::Snowflake);
-    g.bench_function("snowflake_ticker", |b| {
-        b.iter_custom(|iters| {
-            two_threads(iters, &|| {
-                black_box(snowflake_ticker.next().unwrap());
-            })
-        })
+    shared2(&mut g, "snowflake_ticker", &|| {
+        black_box(snowflake_ticker.next().unwrap());
     });
     g.bench_function("snowflake_blocks64_ticker", |b| {
         b.iter_custom(|iters| {

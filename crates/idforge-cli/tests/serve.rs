@@ -1,101 +1,18 @@
 //! `idforge serve` as a process: graceful shutdown, configuration precedence, two servers on one
 //! state file, and `kill -9` mid-load then a restart on the same state file.
 
+mod common;
 #[path = "../../idforge-serve/tests/common/http.rs"]
 mod http;
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
+use common::{cmd, spawn, TempDir};
 use http::get;
-
-/// A private state directory (mode 700), removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        use std::os::unix::fs::DirBuilderExt;
-        let d =
-            std::env::temp_dir().join(format!("idforge-cli-serve-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::DirBuilder::new()
-            .mode(0o700)
-            .recursive(true)
-            .create(&d)
-            .unwrap();
-        TempDir(d)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A server process and the address it listens on (read from its first line on stderr).
-struct Proc {
-    child: Child,
-    addr: SocketAddr,
-    stderr: Arc<Mutex<String>>,
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn cmd(state: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_idforge"));
-    c.arg("serve")
-        .env("IDFORGE_STATE_DIR", state)
-        .env_remove("IDFORGE_LISTEN")
-        .env_remove("IDFORGE_NODE")
-        .env_remove("IDFORGE_TOKENS")
-        .env_remove("IDFORGE_TOKENS_FILE")
-        .env_remove("IDFORGE_MAX_COUNT")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    c
-}
-
-fn spawn(mut c: Command) -> Proc {
-    let mut child = c.spawn().unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut seen = String::new();
-    let addr = loop {
-        let mut line = String::new();
-        if err.read_line(&mut line).unwrap() == 0 {
-            let _ = child.wait();
-            panic!("the server stopped before listening:\n{seen}");
-        }
-        seen.push_str(&line);
-        if let Some(rest) = line.split("listening on http://").nth(1) {
-            break rest.split(';').next().unwrap().trim().parse().unwrap();
-        }
-    };
-    let stderr = Arc::new(Mutex::new(seen));
-    let sink = stderr.clone();
-    std::thread::spawn(move || {
-        let mut rest = String::new();
-        let _ = err.read_to_string(&mut rest);
-        sink.lock().unwrap().push_str(&rest);
-    });
-    Proc {
-        child,
-        addr,
-        stderr,
-    }
-}
 
 fn values(ids: Vec<String>) -> Vec<u64> {
     ids.iter().map(|s| s.parse().unwrap()).collect()

@@ -3,105 +3,25 @@
 //! node id back; a server cut off from etcd for longer than its lease is not ready and refuses
 //! ids with 503.
 
+mod common;
 #[path = "../../idforge-serve/tests/common/http.rs"]
 mod http;
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::{cmd, spawn, Proc, TempDir};
 use http::get;
 use idforge_fleet::local::LocalCluster;
 
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        use std::os::unix::fs::DirBuilderExt;
-        let d =
-            std::env::temp_dir().join(format!("idforge-serve-etcd-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::DirBuilder::new()
-            .mode(0o700)
-            .recursive(true)
-            .create(&d)
-            .unwrap();
-        TempDir(d)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-struct Proc {
-    child: Child,
-    addr: SocketAddr,
-    stderr: Arc<Mutex<String>>,
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn serve(state: &Path, etcd: &str) -> Proc {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_idforge"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--schemes",
-            "snowflake,uuid7",
-        ])
-        .args(["--etcd", etcd, "--lease-ttl", "2"])
-        .env("IDFORGE_STATE_DIR", state)
-        .env_remove("IDFORGE_NODE")
-        .env_remove("IDFORGE_HOST")
-        .env_remove("IDFORGE_TOKENS")
-        .env_remove("IDFORGE_TOKENS_FILE")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut seen = String::new();
-    let addr = loop {
-        let mut line = String::new();
-        if err.read_line(&mut line).unwrap() == 0 {
-            let _ = child.wait();
-            panic!("the server stopped before listening:\n{seen}");
-        }
-        seen.push_str(&line);
-        if let Some(rest) = line.split("listening on http://").nth(1) {
-            break rest.split(';').next().unwrap().trim().parse().unwrap();
-        }
-    };
-    let stderr = Arc::new(Mutex::new(seen));
-    let sink = stderr.clone();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        while err.read_line(&mut line).is_ok_and(|n| n > 0) {
-            sink.lock().unwrap().push_str(&line);
-            line.clear();
-        }
-        let mut rest = String::new();
-        let _ = err.read_to_string(&mut rest);
-    });
-    Proc {
-        child,
-        addr,
-        stderr,
-    }
+    let mut c = cmd(state);
+    c.args(["--listen", "127.0.0.1:0", "--schemes", "snowflake,uuid7"])
+        .args(["--etcd", etcd, "--lease-ttl", "2"]);
+    spawn(c)
 }
 
 /// The value of a metric line `name{scheme="snowflake"} V`.

@@ -148,16 +148,21 @@ fn the_process_wide_locality_generator_is_shared_with_forked_children() {
     assert_eq!(distinct(&all), 10_000);
 }
 
-#[test]
-fn a_batch_reserved_before_a_fork_is_not_issued_twice() {
-    // Snowflake has no random bits: only the stamps keep ids apart.
-    let g = Generator::with_clock(
+/// Snowflake (no random bits) on a frozen clock: only the stamps keep its ids apart.
+fn frozen_snowflake() -> Generator<ManualClock> {
+    Generator::with_clock(
         &Scheme::Snowflake,
         Some(3),
         ManualClock::new(T_MS * 1_000_000),
         Policy::DEFAULT,
     )
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn a_batch_reserved_before_a_fork_is_not_issued_twice() {
+    // Snowflake has no random bits: only the stamps keep ids apart.
+    let g = frozen_snowflake();
     let mut batch = g.reserve(64).unwrap();
     let first = batch.next().unwrap();
     // Parent and child each drain their copy of the batch (63 ids left), then take 10 more.
@@ -177,13 +182,7 @@ fn a_batch_reserved_before_a_fork_is_not_issued_twice() {
 #[test]
 fn a_per_thread_block_taken_before_a_fork_is_not_issued_twice() {
     // Snowflake has no random bits and the clock is frozen: only the stamps keep ids apart.
-    let g = Generator::with_clock(
-        &Scheme::Snowflake,
-        Some(3),
-        ManualClock::new(T_MS * 1_000_000),
-        Policy::DEFAULT,
-    )
-    .unwrap();
+    let g = frozen_snowflake();
     let mut blocks = g.blocks(64);
     let first = blocks.next().unwrap();
     // Parent and child each hold the rest of the block (63 stamps); each takes 100 ids.
