@@ -368,6 +368,13 @@ fn schemes_health_readiness_metrics_and_openapi() {
         // The routes are served where the document says.
         let probe = path.replace("{scheme}", "snowflake").replace("{id}", "0");
         assert_ne!(get(s.addr, &probe, &[]).status, 404, "{probe}");
+        // Every route answers an over-long request target with 414, and says so.
+        let long = format!("{probe}?x={}", "a".repeat(3000));
+        assert_eq!(get(s.addr, &long, &[]).status, 414, "{path}");
+        assert!(
+            api["paths"][path]["get"]["responses"]["414"].is_object(),
+            "{path} does not document 414"
+        );
     }
     // The bodies have the fields the document gives them.
     let props = |name: &str| -> HashSet<String> {
