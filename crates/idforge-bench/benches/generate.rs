@@ -73,7 +73,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{two_threads, two_threads_each, uuid_v7_getrandom};
+use common::{sink, two_threads, two_threads_each, uuid_v7_getrandom};
 
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
@@ -173,62 +173,62 @@ fn baselines(c: &mut Criterion) {
         b.iter(|| clock_plus_cas(&WallClock, &cell))
     });
     g.bench_function("uuid_now_v7_fast_rng", |b| {
-        b.iter(|| black_box(uuid::Uuid::now_v7()))
+        b.iter(|| sink(uuid::Uuid::now_v7().as_u128()))
     });
     g.bench_function("uuid_v7_getrandom", |b| {
-        b.iter(|| black_box(uuid_v7_getrandom()))
+        b.iter(|| sink(uuid_v7_getrandom().as_u128()))
     });
     g.bench_function("uuid_new_v4_fast_rng", |b| {
-        b.iter(|| black_box(uuid::Uuid::new_v4()))
+        b.iter(|| sink(uuid::Uuid::new_v4().as_u128()))
     });
     let mut ulid = ulid::Generator::new();
     g.bench_function("ulid_generator", |b| {
-        b.iter(|| black_box(ulid.generate().unwrap()))
+        b.iter(|| sink(ulid.generate().unwrap().0))
     });
     let snowflake = new_ferroid_snowflake::<SnowflakeTwitterId>();
     g.bench_function("ferroid_atomic_snowflake", |b| {
-        b.iter(|| black_box(snowflake.next_id(spin)))
+        b.iter(|| sink(snowflake.next_id(spin).to_raw().into()))
     });
     let snowflake22 = new_ferroid_snowflake::<Seq22Snowflake>();
     g.bench_function("ferroid_atomic_snowflake_seq22", |b| {
-        b.iter(|| black_box(snowflake22.next_id(spin)))
+        b.iter(|| sink(snowflake22.next_id(spin).to_raw().into()))
     });
     let ferroid_ulid = new_ferroid_ulid();
     g.bench_function("ferroid_lock_mono_ulid", |b| {
-        b.iter(|| black_box(ferroid_ulid.next_id(spin)))
+        b.iter(|| sink(ferroid_ulid.next_id(spin).to_raw()))
     });
     g.bench_function("ferroid_thread_local_mono_ulid", |b| {
-        b.iter(|| black_box(ThreadLocalUlid::new_ulid_mono(spin)))
+        b.iter(|| sink(ThreadLocalUlid::new_ulid_mono(spin).to_raw()))
     });
     g.finish();
 
     let mut g = c.benchmark_group("threads2");
     g.throughput(Throughput::Elements(1));
     shared2(&mut g, "uuid_now_v7_fast_rng", &|| {
-        black_box(uuid::Uuid::now_v7());
+        sink(uuid::Uuid::now_v7().as_u128());
     });
     shared2(&mut g, "uuid_v7_getrandom", &|| {
-        black_box(uuid_v7_getrandom());
+        sink(uuid_v7_getrandom().as_u128());
     });
     let shared_ulid = Mutex::new(ulid::Generator::new());
     shared2(&mut g, "ulid_generator_mutex", &|| {
-        black_box(shared_ulid.lock().unwrap().generate().unwrap());
+        sink(shared_ulid.lock().unwrap().generate().unwrap().0);
     });
     let snowflake = new_ferroid_snowflake::<SnowflakeTwitterId>();
     shared2(&mut g, "ferroid_atomic_snowflake", &|| {
-        black_box(snowflake.next_id(spin));
+        sink(snowflake.next_id(spin).to_raw().into());
     });
     let snowflake22 = new_ferroid_snowflake::<Seq22Snowflake>();
     shared2(&mut g, "ferroid_atomic_snowflake_seq22", &|| {
-        black_box(snowflake22.next_id(spin));
+        sink(snowflake22.next_id(spin).to_raw().into());
     });
     let ferroid_ulid = new_ferroid_ulid();
     shared2(&mut g, "ferroid_lock_mono_ulid", &|| {
-        black_box(ferroid_ulid.next_id(spin));
+        sink(ferroid_ulid.next_id(spin).to_raw());
     });
     // Not one shared generator: each thread draws from its own thread-local one.
     shared2(&mut g, "ferroid_thread_local_mono_ulid", &|| {
-        black_box(ThreadLocalUlid::new_ulid_mono(spin));
+        sink(ThreadLocalUlid::new_ulid_mono(spin).to_raw());
     });
     g.finish();
 }
@@ -238,36 +238,36 @@ fn schemes(c: &mut Criterion) {
     g.throughput(Throughput::Elements(1));
     let uuid7_default = Generator::new(&Scheme::Uuid7, None).unwrap();
     g.bench_function("uuid7_default_policy", |b| {
-        b.iter(|| black_box(uuid7_default.next().unwrap()))
+        b.iter(|| sink(uuid7_default.next().unwrap()))
     });
     // The default random bits are ChaCha12; the opt-in fast source is xoshiro.
     let uuid7_fast = Generator::new(&Scheme::Uuid7, None)
         .unwrap()
         .with_random(idforge::RandomSource::Fast);
     g.bench_function("uuid7_default_policy_fast_random", |b| {
-        b.iter(|| black_box(uuid7_fast.next().unwrap()))
+        b.iter(|| sink(uuid7_fast.next().unwrap()))
     });
     // Waits for the next tick at exhaustion (4,096 ids per ms), as ferroid's Snowflake does.
     let snowflake_default = Generator::new(&Scheme::Snowflake, Some(1)).unwrap();
     g.bench_function("snowflake_default_policy", |b| {
-        b.iter(|| black_box(snowflake_default.next().unwrap()))
+        b.iter(|| sink(snowflake_default.next().unwrap()))
     });
     for scheme in Scheme::PRESETS
         .iter()
         .filter(|s| **s != Scheme::UProtocolV8)
     {
         let gen = generator(scheme);
-        g.bench_function(scheme.name(), |b| b.iter(|| black_box(gen.next().unwrap())));
+        g.bench_function(scheme.name(), |b| b.iter(|| sink(gen.next().unwrap())));
     }
     // CLOCK_REALTIME for every id (`--precise-clock`): what the default was before the counter.
     let uuid7_precise =
         Generator::with_clock(&Scheme::Uuid7, None, WallClock, Policy::DEFAULT).unwrap();
     g.bench_function("uuid7_default_policy_precise_clock", |b| {
-        b.iter(|| black_box(uuid7_precise.next().unwrap()))
+        b.iter(|| sink(uuid7_precise.next().unwrap()))
     });
     let snowflake_precise = generator_precise(&Scheme::Snowflake);
     g.bench_function("snowflake_precise_clock", |b| {
-        b.iter(|| black_box(snowflake_precise.next().unwrap()))
+        b.iter(|| sink(snowflake_precise.next().unwrap()))
     });
     let uuid7_ticker = Generator::with_clock(
         &Scheme::Uuid7,
@@ -277,11 +277,11 @@ fn schemes(c: &mut Criterion) {
     )
     .unwrap();
     g.bench_function("uuid7_default_policy_ticker", |b| {
-        b.iter(|| black_box(uuid7_ticker.next().unwrap()))
+        b.iter(|| sink(uuid7_ticker.next().unwrap()))
     });
     let snowflake_ticker = generator_ticker(&Scheme::Snowflake);
     g.bench_function("snowflake_ticker", |b| {
-        b.iter(|| black_box(snowflake_ticker.next().unwrap()))
+        b.iter(|| sink(snowflake_ticker.next().unwrap()))
     });
     g.finish();
 
@@ -291,12 +291,12 @@ fn schemes(c: &mut Criterion) {
     let uuid7_blocks = Generator::new(&Scheme::Uuid7, None).unwrap();
     g.bench_function("uuid7_default_policy", |b| {
         let mut ids = uuid7_blocks.blocks(64);
-        b.iter(|| black_box(ids.next().unwrap()))
+        b.iter(|| sink(ids.next().unwrap()))
     });
     let snowflake_blocks = generator(&Scheme::Snowflake);
     g.bench_function("snowflake", |b| {
         let mut ids = snowflake_blocks.blocks(64);
-        b.iter(|| black_box(ids.next().unwrap()))
+        b.iter(|| sink(ids.next().unwrap()))
     });
     let uuid7_blocks_ticker = Generator::with_clock(
         &Scheme::Uuid7,
@@ -307,12 +307,12 @@ fn schemes(c: &mut Criterion) {
     .unwrap();
     g.bench_function("uuid7_default_policy_ticker", |b| {
         let mut ids = uuid7_blocks_ticker.blocks(64);
-        b.iter(|| black_box(ids.next().unwrap()))
+        b.iter(|| sink(ids.next().unwrap()))
     });
     let snowflake_blocks_ticker = generator_ticker(&Scheme::Snowflake);
     g.bench_function("snowflake_ticker", |b| {
         let mut ids = snowflake_blocks_ticker.blocks(64);
-        b.iter(|| black_box(ids.next().unwrap()))
+        b.iter(|| sink(ids.next().unwrap()))
     });
     g.finish();
 
@@ -334,7 +334,7 @@ fn schemes(c: &mut Criterion) {
             &StateOptions::new(&path),
         )
         .unwrap();
-        g.bench_function(scheme.name(), |b| b.iter(|| black_box(gen.next().unwrap())));
+        g.bench_function(scheme.name(), |b| b.iter(|| sink(gen.next().unwrap())));
         let _ = std::fs::remove_file(&path);
     }
     g.finish();
@@ -362,7 +362,7 @@ fn schemes(c: &mut Criterion) {
                 let start = Instant::now();
                 for _ in 0..iters {
                     for id in gen.reserve(64).unwrap() {
-                        black_box(id);
+                        sink(id);
                     }
                 }
                 start.elapsed()
@@ -375,29 +375,29 @@ fn schemes(c: &mut Criterion) {
     g.throughput(Throughput::Elements(1));
     let shared = Generator::new(&Scheme::Uuid7, None).unwrap();
     shared2(&mut g, "uuid7_default_policy", &|| {
-        black_box(shared.next().unwrap());
+        sink(shared.next().unwrap());
     });
     let snowflake_default = Generator::new(&Scheme::Snowflake, Some(1)).unwrap();
     shared2(&mut g, "snowflake_default_policy", &|| {
-        black_box(snowflake_default.next().unwrap());
+        sink(snowflake_default.next().unwrap());
     });
     for scheme in [Scheme::Snowflake, Scheme::GlobalId] {
         let gen = generator(&scheme);
         shared2(&mut g, scheme.name(), &|| {
-            black_box(gen.next().unwrap());
+            sink(gen.next().unwrap());
         });
     }
     let uuid7_precise =
         Generator::with_clock(&Scheme::Uuid7, None, WallClock, Policy::DEFAULT).unwrap();
     shared2(&mut g, "uuid7_default_policy_precise_clock", &|| {
-        black_box(uuid7_precise.next().unwrap());
+        sink(uuid7_precise.next().unwrap());
     });
     // Per-thread block mode: each thread its own `Blocks` on one shared generator.
     let uuid7_blocks = Generator::new(&Scheme::Uuid7, None).unwrap();
     g.bench_function("uuid7_blocks64", |b| {
         b.iter_custom(|iters| {
             two_threads_each(iters, &|| uuid7_blocks.blocks(64), &|ids| {
-                black_box(ids.next().unwrap());
+                sink(ids.next().unwrap());
             })
         })
     });
@@ -405,18 +405,18 @@ fn schemes(c: &mut Criterion) {
     g.bench_function("snowflake_blocks64", |b| {
         b.iter_custom(|iters| {
             two_threads_each(iters, &|| snowflake_blocks.blocks(64), &|ids| {
-                black_box(ids.next().unwrap());
+                sink(ids.next().unwrap());
             })
         })
     });
     let snowflake_ticker = generator_ticker(&Scheme::Snowflake);
     shared2(&mut g, "snowflake_ticker", &|| {
-        black_box(snowflake_ticker.next().unwrap());
+        sink(snowflake_ticker.next().unwrap());
     });
     g.bench_function("snowflake_blocks64_ticker", |b| {
         b.iter_custom(|iters| {
             two_threads_each(iters, &|| snowflake_ticker.blocks(64), &|ids| {
-                black_box(ids.next().unwrap());
+                sink(ids.next().unwrap());
             })
         })
     });
@@ -426,7 +426,7 @@ fn schemes(c: &mut Criterion) {
             // iters ids in all: iters / 64 batches over the two threads.
             two_threads(iters / 64 + 1, &|| {
                 for id in batched.reserve(64).unwrap() {
-                    black_box(id);
+                    sink(id);
                 }
             })
         })

@@ -14,10 +14,8 @@
 //!
 //! Run: `cargo bench -p idforge-bench --bench locality`
 
-use std::hint::black_box;
-
 mod common;
-use common::{two_threads, uuid_v7_getrandom};
+use common::{sink, two_threads, uuid_v7_getrandom};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use idforge::schemes::locality::LocalityGenerator;
@@ -31,7 +29,7 @@ fn locality(c: &mut Criterion) {
         .mac_fragment(1)
         .build()
         .unwrap();
-    g.bench_function("next", |b| b.iter(|| black_box(variable.next())));
+    g.bench_function("next", |b| b.iter(|| sink(variable.next().as_u128())));
 
     let sequential = LocalityGenerator::builder()
         .pid(1)
@@ -40,34 +38,34 @@ fn locality(c: &mut Criterion) {
         .build()
         .unwrap();
     g.bench_function("next_sequential", |b| {
-        b.iter(|| black_box(sequential.next()))
+        b.iter(|| sink(sequential.next().as_u128()))
     });
 
     g.bench_function("threads2", |b| {
         b.iter_custom(|iters| {
             two_threads(iters, &|| {
-                black_box(variable.next());
+                sink(variable.next().as_u128());
             })
         })
     });
 
     g.bench_function("uuid_now_v7_fast_rng", |b| {
-        b.iter(|| black_box(uuid::Uuid::now_v7()))
+        b.iter(|| sink(uuid::Uuid::now_v7().as_u128()))
     });
     g.bench_function("uuid_now_v7_fast_rng_threads2", |b| {
         b.iter_custom(|iters| {
             two_threads(iters, &|| {
-                black_box(uuid::Uuid::now_v7());
+                sink(uuid::Uuid::now_v7().as_u128());
             })
         })
     });
     g.bench_function("uuid_v7_getrandom", |b| {
-        b.iter(|| black_box(uuid_v7_getrandom()))
+        b.iter(|| sink(uuid_v7_getrandom().as_u128()))
     });
     g.bench_function("uuid_v7_getrandom_threads2", |b| {
         b.iter_custom(|iters| {
             two_threads(iters, &|| {
-                black_box(uuid_v7_getrandom());
+                sink(uuid_v7_getrandom().as_u128());
             })
         })
     });

@@ -50,32 +50,39 @@ fn os_seeded<R: SeedableRng>() -> R {
     R::try_from_rng(&mut rand::rngs::SysRng).unwrap_or_else(|_| R::from_rng(&mut rand::rng()))
 }
 
-/// Runs `f` on one of the calling thread's generators, reseeding it first after a fork.
-#[inline]
-fn with_thread_rng<R: SeedableRng + 'static, T>(
-    key: &'static std::thread::LocalKey<RefCell<(u64, R)>>,
-    f: impl FnOnce(&mut R) -> T,
-) -> T {
-    key.with(|r| {
-        let mut r = r.borrow_mut();
-        let generation = crate::shm::fork_generation();
-        if r.0 != generation {
-            *r = (generation, os_seeded());
-        }
-        f(&mut r.1)
-    })
+/// Runs `f` on one of the calling thread's generators, reseeding it first after a fork. A macro
+/// rather than a function over the key: `LocalKey::with` on a key known at compile time inlines
+/// to a thread-pointer access, where through a `&'static LocalKey` it is an indirect call.
+macro_rules! with_thread_rng {
+    ($key:ident, $f:expr) => {
+        $key.with(|r| {
+            let mut r = r.borrow_mut();
+            let generation = crate::shm::fork_generation();
+            if r.0 != generation {
+                reseed(&mut r, generation);
+            }
+            $f(&mut r.1)
+        })
+    };
+}
+
+/// Reseeds a thread's generator in a forked child (out of line: the hot path is the check).
+#[cold]
+#[inline(never)]
+fn reseed<R: SeedableRng>(r: &mut (u64, R), generation: u64) {
+    *r = (generation, os_seeded());
 }
 
 /// Runs `f` on the calling thread's secure generator.
 #[inline]
 fn with_secure<T>(f: impl FnOnce(&mut StdRng) -> T) -> T {
-    with_thread_rng(&SECURE, f)
+    with_thread_rng!(SECURE, f)
 }
 
 /// Runs `f` on the calling thread's fast generator.
 #[inline]
 fn with_fast<T>(f: impl FnOnce(&mut SmallRng) -> T) -> T {
-    with_thread_rng(&FAST, f)
+    with_thread_rng!(FAST, f)
 }
 
 /// 64 random bits from the calling thread's generator of `source`.
@@ -569,9 +576,23 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
     /// assert!(b > a);
     /// # Ok::<(), idforge::Error>(())
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn next(&self) -> Result<u128, Error> {
-        let stamp = self.seq.next().map_err(|e| self.name_error(e))?;
+        // The sequencer's fast path inline, everything else in a call: no stack frame on the
+        // way of the common case (see `Sequencer::take_fast`).
+        match self.seq.take_fast(1) {
+            Ok(stamp) => Ok(self.encode(stamp)),
+            Err(retry) => self.next_retry(retry),
+        }
+    }
+
+    /// `next` past the sequencer's fast path.
+    #[inline(never)]
+    fn next_retry(&self, retry: crate::sequencer::Retry) -> Result<u128, Error> {
+        let stamp = self
+            .seq
+            .take_retry(1, retry)
+            .map_err(|e| self.name_error(e))?;
         Ok(self.encode(stamp))
     }
 
@@ -845,12 +866,27 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
     /// from the calling thread's generator.
     #[inline]
     pub fn encode(&self, stamp: u64) -> u128 {
-        let random = match self.random {
+        self.encode_with(stamp, self.random_bits())
+    }
+
+    /// The random bits of one id, in place, from the calling thread's generator.
+    #[inline(always)]
+    fn random_bits(&self) -> u128 {
+        match self.random {
+            RandomBits::None => 0,
+            _ => self.draw_random_bits(),
+        }
+    }
+
+    /// `random_bits` for a scheme that has some: a call, so that `next` of the schemes without
+    /// (Snowflake and family) keeps no stack frame.
+    #[inline(never)]
+    fn draw_random_bits(&self) -> u128 {
+        match self.random {
             RandomBits::None => 0,
             RandomBits::Low64 { rshift } => (random_u64(self.source) >> rshift) as u128,
             RandomBits::General => self.general_random(random_u128(self.source)),
-        };
-        self.encode_with(stamp, random)
+        }
     }
 
     /// Encodes a stamp with random bits already in place.
