@@ -90,6 +90,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
             .map_or(1_000_000, |t| t.tick_ns);
         let clock = match a.clock {
             ClockArg::Precise => ReadBy::Realtime,
+            ClockArg::Counter => ReadBy::Counter,
             ClockArg::Ticker => ReadBy::Ticker,
             ClockArg::Auto if SystemClock::for_tick(tick).is_precise() => ReadBy::Realtime,
             ClockArg::Auto => ReadBy::Counter,

@@ -90,9 +90,10 @@ pub struct GenArgs {
     /// Where ids take their time from: auto (the default: the time-stamp counter calibrated
     /// against CLOCK_REALTIME every 200 us for millisecond layouts, off by at most 50 us, a
     /// step of the system clock showing within 200 us; CLOCK_REALTIME for nanots), precise
-    /// (CLOCK_REALTIME for every id) or ticker (a value a background thread refreshes every
-    /// 100 us: the cheapest, lagging without bound on an overloaded machine). Uniqueness never
-    /// depends on the clock.
+    /// (CLOCK_REALTIME for every id), counter (the calibrated counter for every scheme, nanots
+    /// included: nanots then reaches its capacity, its times within 50 us of CLOCK_REALTIME) or
+    /// ticker (a value a background thread refreshes every 100 us: the cheapest, lagging without
+    /// bound on an overloaded machine). Uniqueness never depends on the clock.
     #[arg(long, value_enum, default_value_t = ClockArg::Auto)]
     clock: ClockArg,
     /// Show progress on stderr (default: when stderr is a terminal and COUNT >= 1,000,000).
@@ -136,6 +137,7 @@ pub struct GenArgs {
 pub enum ClockArg {
     Auto,
     Precise,
+    Counter,
     Ticker,
 }
 
@@ -145,6 +147,7 @@ impl From<ClockArg> for idforge::schemes::open::ClockChoice {
         match c {
             ClockArg::Auto => ClockChoice::Auto,
             ClockArg::Precise => ClockChoice::Precise,
+            ClockArg::Counter => ClockChoice::Counter,
             ClockArg::Ticker => ClockChoice::Ticker,
         }
     }

@@ -64,7 +64,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECS")]
     lease_ttl: Option<u64>,
     /// Where ids take their time from, as `gen --clock`: auto [the default: the calibrated
-    /// time-stamp counter for millisecond layouts], precise (CLOCK_REALTIME per id) or ticker.
+    /// time-stamp counter for millisecond layouts], precise (CLOCK_REALTIME per id), counter
+    /// (the calibrated counter for every scheme, nanots included) or ticker.
     #[arg(long, value_enum)]
     clock: Option<crate::gen::ClockArg>,
 }

@@ -790,7 +790,7 @@ fn ids_are_never_lost_silently_to_a_closed_stdout() {
 
 #[test]
 fn every_clock_gives_unique_ids_near_the_real_time() {
-    for clock in ["auto", "precise", "ticker"] {
+    for clock in ["auto", "precise", "counter", "ticker"] {
         let o = idforge(&["gen", "uuid7", "-n", "20000", "--clock", clock]);
         assert!(o.status.success(), "{clock}: {}", stderr(&o));
         let ids: Vec<String> = stdout(&o).lines().map(str::to_string).collect();

@@ -73,7 +73,7 @@ pub struct Settings {
     pub namespace_prefix: Option<String>,
     /// The etcd lease's time to live in seconds.
     pub lease_ttl: Option<u64>,
-    /// Where ids take their time from: `auto`, `precise` or `ticker` (as `idforge gen --clock`).
+    /// Where ids take their time from: `auto`, `precise`, `counter` or `ticker` (as `idforge gen --clock`).
     pub clock: Option<String>,
 }
 
@@ -273,8 +273,9 @@ impl Settings {
             Some(c) => match c.as_str() {
                 "auto" => ClockChoice::Auto,
                 "precise" => ClockChoice::Precise,
+                "counter" => ClockChoice::Counter,
                 "ticker" => ClockChoice::Ticker,
-                _ => bail!("clock {c:?}: use auto, precise or ticker"),
+                _ => bail!("clock {c:?}: use auto, precise, counter or ticker"),
             },
         };
         let fleet = match self.etcd.as_deref() {
@@ -410,7 +411,9 @@ mod tests {
             ..Settings::default()
         };
         let e = bad.or(file).finish().unwrap_err().to_string();
-        assert!(e.contains("auto, precise or ticker"), "{e}");
+        assert!(e.contains("auto, precise, counter or ticker"), "{e}");
+        let counter = Settings::from_toml("clock = \"counter\"").unwrap();
+        assert_eq!(counter.finish().unwrap().clock, ClockChoice::Counter);
     }
 
     #[test]

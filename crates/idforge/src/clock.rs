@@ -39,6 +39,16 @@ pub trait Clock: Send + Sync {
         self.now_ns()
     }
 
+    /// How far (in nanoseconds) a reading may be behind an earlier reading of this clock, or
+    /// of its [precise](Clock::now_precise_ns) source, without the system clock having stepped
+    /// back: the bound of the clock's own error. The sequencer takes a clock this much further
+    /// behind its last stamp than the policy's `max_lead` for a lead to wait out, not for a
+    /// clock that stepped back. 0, the default, for a clock whose readings never go back by
+    /// themselves (`CLOCK_REALTIME` between steps, a manual clock).
+    fn max_error_ns(&self) -> u64 {
+        0
+    }
+
     /// Lets time pass while a sequencer waits for the clock to reach a later tick.
     ///
     /// `ns` is how far the clock is from the tick waited for. The wall clock sleeps (or yields
@@ -161,6 +171,17 @@ impl Clock for SystemClock {
             }
         }
         WallClock.now_ns()
+    }
+
+    /// [`SystemClock::MAX_ERROR`] for the fast reading (a renewed calibration may read a few
+    /// nanoseconds below the one before it, and either may be ahead of `CLOCK_REALTIME`), 0 for
+    /// the precise one.
+    fn max_error_ns(&self) -> u64 {
+        if self.precise {
+            0
+        } else {
+            SystemClock::MAX_ERROR.as_nanos() as u64
+        }
     }
 
     /// `CLOCK_REALTIME`, renewing the calibration from that reading when it can.
@@ -523,6 +544,9 @@ impl<C: Clock + ?Sized> Clock for &C {
     fn now_precise_ns(&self) -> u64 {
         (**self).now_precise_ns()
     }
+    fn max_error_ns(&self) -> u64 {
+        (**self).max_error_ns()
+    }
     fn pause(&self, ns: u64) {
         (**self).pause(ns)
     }
@@ -535,6 +559,9 @@ impl<C: Clock + ?Sized> Clock for Arc<C> {
     }
     fn now_precise_ns(&self) -> u64 {
         (**self).now_precise_ns()
+    }
+    fn max_error_ns(&self) -> u64 {
+        (**self).max_error_ns()
     }
     fn pause(&self, ns: u64) {
         (**self).pause(ns)

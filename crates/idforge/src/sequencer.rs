@@ -321,6 +321,10 @@ pub struct Sequencer<C: Clock = WallClock, S: StampCell = AtomicU64> {
     /// How many ticks a stamp may lead the clock on `take`'s fast path: `max_lead_ticks` under
     /// [`OnExhausted::RunAhead`], else 0.
     fast_lead_ticks: u64,
+    /// The clock's own error ([`Clock::max_error_ns`]) in ticks, rounded up: how much further
+    /// than `max_lead_ticks` behind the last stamp a reading may be and still count as a lead
+    /// to wait out rather than a clock that stepped back.
+    error_ticks: u64,
     policy: Policy,
 }
 
@@ -337,6 +341,7 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
             max_tick: self.max_tick,
             max_lead_ticks: self.max_lead_ticks,
             fast_lead_ticks: self.fast_lead_ticks,
+            error_ticks: self.error_ticks,
             policy: self.policy,
         }
     }
@@ -434,6 +439,7 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
         let tick = StrengthReducedU64::new(timebase.tick_ns);
         let max_lead_ticks = u64::try_from(policy.max_lead.as_nanos() / timebase.tick_ns as u128)
             .unwrap_or(u64::MAX);
+        let error_ticks = clock.max_error_ns().div_ceil(timebase.tick_ns);
         Ok(Sequencer {
             clock,
             cell,
@@ -447,6 +453,7 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
             } else {
                 0
             },
+            error_ticks,
             policy,
         })
     }
@@ -653,9 +660,19 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
         // than `last` it would also be another thread's newer tick, and under `Wait` an
         // exhausted counter would run ahead.
         // Whether `now` came from `Clock::now_precise_ns`: a cheap clock that lags (a
-        // calibration not yet renewed after a forward step) is read precisely once before the
-        // sequencer refuses or waits for it.
+        // calibration not yet renewed after a forward step, a ticker not yet woken) is read
+        // precisely before the sequencer refuses or waits for it, and from then on for the rest
+        // of this call: stamps another thread issued from a precise reading may lead the cheap
+        // one by the policy's whole lead plus the cheap clock's lag, and going back to the cheap
+        // reading after a wait would take that for a clock that stepped back.
         let mut precise = false;
+        let read = |precise: bool| {
+            if precise {
+                self.clock.now_precise_ns()
+            } else {
+                self.clock.now_ns()
+            }
+        };
         loop {
             let step = match self.step(now, last, n) {
                 Ok(Step::Take { start, end })
@@ -664,7 +681,7 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
                     Step::Take { start, end }
                 }
                 _ if !fresh => {
-                    now = self.clock.now_ns();
+                    now = read(precise);
                     fresh = true;
                     continue;
                 }
@@ -680,7 +697,7 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
                     if end > self.cell.ceiling() {
                         self.cell.raise_ceiling(end)?;
                         last = self.cell.load();
-                        now = self.clock.now_ns();
+                        now = read(precise);
                         continue;
                     }
                     match self.cell.compare_exchange_weak(last, end) {
@@ -700,7 +717,7 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
                     // Re-check at least every 50 ms: a stepped clock may be corrected meanwhile.
                     self.clock.pause(ns.min(50_000_000));
                     last = self.cell.load();
-                    now = self.clock.now_ns();
+                    now = read(precise);
                 }
             }
         }
@@ -730,7 +747,10 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
         // The range would be ahead of the wall clock.
         let last_tick = last >> cb;
         let behind = last_tick.saturating_sub(now_tick);
-        if behind > self.max_lead_ticks {
+        // A stamp issued at the most lead the policy allows is up to the clock's own error
+        // further ahead of a later reading (a renewed calibration, the precise source): a lead
+        // to wait out below, not a step back.
+        if behind > self.max_lead_ticks.saturating_add(self.error_ticks) {
             // The clock fell behind the last stamp by more than the bound: it stepped back.
             return match self.policy.on_clock_behind {
                 OnClockBehind::Fail => Err(Error::ClockBehind {
@@ -853,6 +873,90 @@ mod tests {
         clock.advance(MS);
         assert_eq!(waiter.join().unwrap(), 1_003 << 2);
         assert_eq!(seq.lead(), Duration::from_millis(2));
+    }
+
+    /// A manual clock that declares an error bound, as the counter and ticker clocks do.
+    #[derive(Clone)]
+    struct Jittery(ManualClock, u64);
+    impl Clock for Jittery {
+        fn now_ns(&self) -> u64 {
+            self.0.now_ns()
+        }
+        fn max_error_ns(&self) -> u64 {
+            self.1
+        }
+    }
+
+    /// At the most lead the policy allows, a clock that reads a little behind its earlier
+    /// reading (within its own error: a renewed calibration) is a lead to wait out, not a clock
+    /// that stepped back; further back than the error it still fails. Before the bound was
+    /// taken into account, `nanots` on the counter clock failed with `ClockBehind { behind:
+    /// 1.000096ms, max_lead: 1ms }` within a second of two threads running ahead.
+    #[test]
+    fn a_clock_behind_by_no_more_than_its_error_past_the_lead_waits_instead_of_failing() {
+        let clock = ManualClock::new(1_000 * MS);
+        let jittery = Jittery(clock.clone(), MS / 2); // rounded up: one tick of error
+        let p = policy(OnExhausted::RunAhead, 2, OnClockBehind::Fail);
+        let seq = Arc::new(Sequencer::new(jittery.clone(), tb(2), p).unwrap());
+        let ids: Vec<u64> = (0..12).map(|_| seq.next().unwrap()).collect();
+        assert_eq!(seq.lead(), Duration::from_millis(2), "at the most lead");
+        clock.step_back(MS); // within the error: 3 ticks behind the last stamp
+        let s2 = seq.clone();
+        let waiter = std::thread::spawn(move || s2.next());
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(
+            !waiter.is_finished(),
+            "a reading within the clock's error must be waited out, not refused"
+        );
+        clock.advance(2 * MS); // tick 1001: the next stamp (tick 1003) is 2 ticks ahead
+        let next = waiter.join().unwrap().unwrap();
+        assert_eq!(next, ids[11] + 1);
+        // Two ticks behind the error is a step back, refused as before.
+        clock.step_back(4 * MS);
+        assert!(matches!(seq.next(), Err(Error::ClockBehind { .. })));
+        // A clock with no error bound refuses the one-tick case at once.
+        let exact = ManualClock::new(1_000 * MS);
+        let seq = Sequencer::new(exact.clone(), tb(2), p).unwrap();
+        for _ in 0..12 {
+            seq.next().unwrap();
+        }
+        exact.step_back(MS);
+        assert!(matches!(seq.next(), Err(Error::ClockBehind { .. })));
+    }
+
+    /// A cheap clock that lags its precise source by a settable amount, as a ticker whose
+    /// thread was not scheduled.
+    #[derive(Clone)]
+    struct Lagging(ManualClock, Arc<std::sync::atomic::AtomicU64>);
+    impl Clock for Lagging {
+        fn now_ns(&self) -> u64 {
+            self.0.now_ns()
+                - std::sync::atomic::AtomicU64::load(&self.1, std::sync::atomic::Ordering::SeqCst)
+        }
+        fn now_precise_ns(&self) -> u64 {
+            self.0.now_ns()
+        }
+    }
+
+    /// Stamps issued from precise readings at the most lead, then the cheap reading lags by
+    /// more than the lead: the call reads the precise clock, waits for the lead, and must keep
+    /// reading the precise clock after the wait. Going back to the cheap one, it took the lag
+    /// for a clock that stepped back and failed (`ClockBehind`, seen as `behind: 1.07ms` on
+    /// `nanots` with the ticker).
+    #[test]
+    fn a_call_that_read_the_precise_clock_keeps_reading_it_while_it_waits() {
+        let clock = ManualClock::new(1_000 * MS);
+        let lag = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let p = policy(OnExhausted::RunAhead, 2, OnClockBehind::Fail);
+        let seq = Arc::new(Sequencer::new(Lagging(clock.clone(), lag.clone()), tb(2), p).unwrap());
+        let ids: Vec<u64> = (0..12).map(|_| seq.next().unwrap()).collect();
+        std::sync::atomic::AtomicU64::store(&lag, 5 * MS, std::sync::atomic::Ordering::SeqCst); // the ticker falls 5 ms behind
+        let s2 = seq.clone();
+        let waiter = std::thread::spawn(move || s2.next());
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!waiter.is_finished(), "at the most lead: it waits");
+        clock.advance(MS);
+        assert_eq!(waiter.join().unwrap().unwrap(), ids[11] + 1);
     }
 
     #[test]

@@ -138,6 +138,11 @@ impl Clock for TickerClock {
     fn now_precise_ns(&self) -> u64 {
         SystemClock::fast().now_precise_ns()
     }
+
+    /// The fast clock's: the ticker's values are its readings.
+    fn max_error_ns(&self) -> u64 {
+        SystemClock::fast().max_error_ns()
+    }
 }
 
 #[cfg(test)]
