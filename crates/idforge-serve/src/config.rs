@@ -35,7 +35,7 @@ pub const ENVIRONMENT: &str = "Environment (below flags, above the --config file
   IDFORGE_ETCD         etcd endpoints, comma separated: lease node ids from etcd (--etcd)
   IDFORGE_NAMESPACE_PREFIX  prefix of each scheme's etcd namespace (--namespace-prefix)
   IDFORGE_LEASE_TTL    the etcd lease's time to live in seconds (--lease-ttl)
-  IDFORGE_CLOCK        auto, precise or ticker: where ids take their time from (--clock)
+  IDFORGE_CLOCK        auto, precise, counter or ticker: where ids take their time from (--clock)
   IDFORGE_STATE_DIR    directory of the host-wide state files (default ~/.local/state/idforge)";
 
 /// The default etcd lease TTL.
