@@ -51,6 +51,10 @@
 //! `threads2/*` (two threads on one shared generator, time per id of the total throughput;
 //! `*_blocks64`: each thread its own `Blocks` on the shared generator).
 //!
+//! `threads2/nanots_counter` and `threads2/nanots_default_policy`: `nanots` on its own policy
+//! (1 ms of lead), so bounded by its capacity (32 ns per id), on the counter clock and on its
+//! default clock (CLOCK_REALTIME).
+//!
 //! `*_ticker`: the same on `TickerClock` (`--clock ticker`), a value a thread refreshes every
 //! 100 µs, the kind of clock ferroid reads.
 //!
@@ -408,6 +412,18 @@ fn schemes(c: &mut Criterion) {
                 sink(ids.next().unwrap());
             })
         })
+    });
+    // nanots on its default policy (1 ms of lead) with two threads: bounded by its capacity,
+    // 32 ns per id, on the counter clock (`--clock counter`) and on its default, CLOCK_REALTIME.
+    let nanots_policy = Scheme::NanoTs.default_policy();
+    let nanots_counter =
+        Generator::with_clock(&Scheme::NanoTs, None, SystemClock::fast(), nanots_policy).unwrap();
+    shared2(&mut g, "nanots_counter", &|| {
+        sink(nanots_counter.next().unwrap());
+    });
+    let nanots_default = Generator::new(&Scheme::NanoTs, None).unwrap();
+    shared2(&mut g, "nanots_default_policy", &|| {
+        sink(nanots_default.next().unwrap());
     });
     let snowflake_ticker = generator_ticker(&Scheme::Snowflake);
     shared2(&mut g, "snowflake_ticker", &|| {

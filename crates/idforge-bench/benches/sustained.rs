@@ -1,6 +1,7 @@
 //! Sustained rate of `nanots` and `nanots-host` for one second, with the lead over the wall clock
-//! sampled throughout: 2 threads on one in-process generator, 2 threads on one host-wide
-//! generator, and 2 processes on one state file.
+//! sampled throughout: 2 threads on one in-process generator (on its default clock,
+//! CLOCK_REALTIME, and on the counter and ticker clocks), 2 threads on one host-wide generator,
+//! and 2 processes on one state file.
 //!
 //! Run: `cargo bench -p idforge-bench --bench sustained`. Prints one line per case; no criterion
 //! (the quantity is a rate over a fixed second, not a per-call time).
@@ -9,7 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use idforge::schemes::nanots;
-use idforge::{Generator, Scheme, StateOptions, WallClock};
+use idforge::ticker::TickerClock;
+use idforge::{Clock, Generator, Scheme, StateOptions, SystemClock, WallClock};
 
 const SECOND: Duration = Duration::from_secs(1);
 
@@ -58,6 +60,14 @@ fn report(case: &str, capacity: f64, (ids, lead): (u64, Duration)) {
     );
 }
 
+/// How far the last stamp is ahead of CLOCK_REALTIME (the stamp first, then the clock).
+fn wall_lead<C: Clock, S: idforge::StampCell>(seq: &idforge::Sequencer<C, S>) -> Duration {
+    let at = seq.stamp_unix_ns(seq.last_stamp());
+    Duration::from_nanos(
+        u64::try_from(at.saturating_sub(WallClock.now_ns() as u128)).unwrap_or(u64::MAX),
+    )
+}
+
 fn state_path(name: &str) -> std::path::PathBuf {
     std::env::temp_dir().join(format!("idforge-sustained-{name}.state"))
 }
@@ -92,6 +102,32 @@ fn main() {
         "nanots, 2 threads, in-process",
         cap_ns,
         run(2, || g.next_u64().unwrap(), || g.sequencer().lead()),
+    );
+    // The cheap clocks (`--clock counter`, `--clock ticker`), the lead measured against
+    // CLOCK_REALTIME rather than the generator's own clock (which the ticker lags).
+    let policy = Scheme::NanoTs.default_policy();
+    let counter =
+        Generator::with_clock(&Scheme::NanoTs, None, SystemClock::fast(), policy).unwrap();
+    report(
+        "nanots, 2 threads, in-process, counter clock",
+        cap_ns,
+        run(
+            2,
+            || counter.next_u64().unwrap(),
+            || wall_lead(counter.sequencer()),
+        ),
+    );
+    let ticker =
+        Generator::with_clock(&Scheme::NanoTs, None, TickerClock::start().unwrap(), policy)
+            .unwrap();
+    report(
+        "nanots, 2 threads, in-process, ticker clock",
+        cap_ns,
+        run(
+            2,
+            || ticker.next_u64().unwrap(),
+            || wall_lead(ticker.sequencer()),
+        ),
     );
     let _ = std::fs::remove_file(state_path("threads"));
     let h = host_wide_nanots("threads");
