@@ -146,7 +146,7 @@ fn new_ferroid_ulid() -> FerroidUlid {
 }
 
 /// Two threads calling `f` (on one shared generator), as the time per call of their total.
-fn shared2(g: &mut BenchmarkGroup<'_, WallTime>, name: &str, f: &(dyn Fn() + Sync)) {
+fn shared2<F: Fn() + Sync>(g: &mut BenchmarkGroup<'_, WallTime>, name: &str, f: &F) {
     g.bench_function(name, |b| b.iter_custom(|iters| two_threads(iters, f)));
 }
 
