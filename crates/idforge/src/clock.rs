@@ -39,12 +39,16 @@ pub trait Clock: Send + Sync {
         self.now_ns()
     }
 
-    /// How far (in nanoseconds) a reading may be behind an earlier reading of this clock, or
-    /// of its [precise](Clock::now_precise_ns) source, without the system clock having stepped
-    /// back: the bound of the clock's own error. The sequencer takes a clock this much further
-    /// behind its last stamp than the policy's `max_lead` for a lead to wait out, not for a
-    /// clock that stepped back. 0, the default, for a clock whose readings never go back by
-    /// themselves (`CLOCK_REALTIME` between steps, a manual clock).
+    /// How far (in nanoseconds) the readings stamps were issued from may be ahead of a later
+    /// reading of this clock without the clock having stepped back: the error of the cheapest
+    /// clock that may issue into the same stamp (a renewed calibration reads a little below the
+    /// one before it; a process on the counter shares a state file with one on
+    /// `CLOCK_REALTIME`). The sequencer takes a clock up to this much behind as not stepped
+    /// back: past the lead, a lead to wait out rather than `ClockBehind`; under
+    /// `OnExhausted::Wait`, a reason to wait rather than to continue from the last stamp. The
+    /// system clocks (fast, precise, [`WallClock`], the ticker) declare
+    /// [`SystemClock::MAX_ERROR`]; 0, the default, is for a clock that is the only one on its
+    /// stamp and never goes back by itself (a manual clock).
     fn max_error_ns(&self) -> u64 {
         0
     }
@@ -77,6 +81,11 @@ impl Clock for WallClock {
             Ok(d) => u64::try_from(d.as_nanos()).unwrap_or(u64::MAX),
             Err(_) => 0,
         }
+    }
+
+    /// [`SystemClock::MAX_ERROR`]: a process on the counter may share the stamp.
+    fn max_error_ns(&self) -> u64 {
+        SystemClock::MAX_ERROR.as_nanos() as u64
     }
 }
 
@@ -173,15 +182,12 @@ impl Clock for SystemClock {
         WallClock.now_ns()
     }
 
-    /// [`SystemClock::MAX_ERROR`] for the fast reading (a renewed calibration may read a few
-    /// nanoseconds below the one before it, and either may be ahead of `CLOCK_REALTIME`), 0 for
-    /// the precise one.
+    /// [`SystemClock::MAX_ERROR`], for the fast reading and the precise one alike: a renewed
+    /// calibration may read a little below the one before it, either may be ahead of
+    /// `CLOCK_REALTIME`, and a process on the precise clock may share its stamp (a state file)
+    /// with one on the counter.
     fn max_error_ns(&self) -> u64 {
-        if self.precise {
-            0
-        } else {
-            SystemClock::MAX_ERROR.as_nanos() as u64
-        }
+        SystemClock::MAX_ERROR.as_nanos() as u64
     }
 
     /// `CLOCK_REALTIME`, renewing the calibration from that reading when it can.

@@ -415,6 +415,10 @@ pub(crate) enum Retry {
 
 /// Outcome of one look at the clock and the last stamp.
 enum Step {
+    /// Take the range `start..=end`, ahead of the reading because the clock looks stepped back
+    /// (under `OnExhausted::Wait`): taken only on a fresh precise reading, so that a cheap clock
+    /// lagging its source is never taken for a step back.
+    TakeBehind { start: u64, end: u64 },
     /// Install `end` over `last`; the range starts at `start`.
     Take { start: u64, end: u64 },
     /// Wait this many nanoseconds of clock time, then look again.
@@ -693,7 +697,7 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
                 other => other?,
             };
             match step {
-                Step::Take { start, end } => {
+                Step::Take { start, end } | Step::TakeBehind { start, end } => {
                     if end > self.cell.ceiling() {
                         self.cell.raise_ceiling(end)?;
                         last = self.cell.load();
@@ -763,12 +767,22 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
             };
         }
         let lead = end_tick - now_tick;
-        let may_lead = self.policy.on_exhausted == OnExhausted::RunAhead || last_tick > now_tick;
-        if may_lead && lead <= self.max_lead_ticks {
-            return Ok(Step::Take { start, end });
+        let run_ahead = self.policy.on_exhausted == OnExhausted::RunAhead;
+        // Under `Wait`, a range may lead the reading only because the clock stepped back: the
+        // last stamp ahead of it by more than the clock's own error (a reading a little below
+        // an earlier one, or a cheap clock lagging the precise reading a stamp was issued from,
+        // is not a step back, and must not make `Wait` run ahead).
+        let stepped_back = last_tick > now_tick.saturating_add(self.error_ticks);
+        if lead <= self.max_lead_ticks {
+            if run_ahead {
+                return Ok(Step::Take { start, end });
+            }
+            if stepped_back {
+                return Ok(Step::TakeBehind { start, end });
+            }
         }
         // Exhausted: wait until the clock reaches the tick where the range is allowed.
-        let target = if may_lead {
+        let target = if run_ahead || stepped_back {
             end_tick - self.max_lead_ticks
         } else {
             end_tick

@@ -1,0 +1,254 @@
+//! A clock's own error (`Clock::max_error_ns`) against the policy, on manual clocks that
+//! behave as the cheap ones do: a renewed calibration reading a little below the one before, a
+//! ticker lagging its precise source, a process on the counter and one on `CLOCK_REALTIME`
+//! sharing one stamp. Deterministic. Each test is a reproduction an attack review wrote against
+//! the first version of the error allowance, and failed on it (A and D: the `Wait` policy ran
+//! ahead; B: a spurious `ClockBehind`).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use idforge::{Clock, ManualClock, OnClockBehind, OnExhausted, Policy, Sequencer, Timebase};
+
+const MS: u64 = 1_000_000;
+const US: u64 = 1_000;
+const T0: u64 = 1_800_000_000_000 * MS; // a millisecond boundary
+
+/// A manual clock that declares an error bound (as `SystemClock::fast()` and the ticker do:
+/// 50 us), and whose reading is `time + offset` (a calibration that reads ahead or behind).
+#[derive(Clone)]
+struct Jitter {
+    time: ManualClock,
+    offset: Arc<AtomicU64>, // added, wrapping: a "negative" offset is 2^64 - x
+    error: u64,
+}
+
+impl Clock for Jitter {
+    fn now_ns(&self) -> u64 {
+        self.time
+            .now_ns()
+            .wrapping_add(self.offset.load(Ordering::SeqCst))
+    }
+    fn max_error_ns(&self) -> u64 {
+        self.error
+    }
+    fn pause(&self, _ns: u64) {
+        std::thread::yield_now();
+    }
+}
+
+fn tb(counter_bits: u32) -> Timebase {
+    Timebase {
+        epoch_ns: 0,
+        tick_ns: MS,
+        time_bits: 48,
+        counter_bits,
+    }
+}
+
+/// Runs `f` on a thread and gives up after `ms`: `None` when it blocked (as a Wait should).
+fn within<T: Send + 'static>(ms: u64, f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    let h = std::thread::spawn(f);
+    let until = std::time::Instant::now() + Duration::from_millis(ms);
+    while std::time::Instant::now() < until {
+        if h.is_finished() {
+            return Some(h.join().unwrap());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    None // left blocked; the test process exits anyway
+}
+
+/// A: under `OnExhausted::Wait` (the default policy), a reading a microsecond below an earlier
+/// one, well within the 50 us the clock declares as its own error, must not be taken for a
+/// clock that stepped back. It was (`last_tick > now_tick` let the range lead): one stamp
+/// landed a tick ahead of every reading the clock ever gave, and from there every caller saw
+/// "clock behind" and kept running ahead, up to `max_lead` (1 s), with the clock frozen.
+#[test]
+fn wait_policy_waits_for_a_reading_back_within_the_clocks_own_error() {
+    let time = ManualClock::new(T0 + MS); // the start of tick t0 + 1
+    let clock = Jitter {
+        time: time.clone(),
+        offset: Arc::new(AtomicU64::new(0)),
+        error: 50 * US,
+    };
+    assert_eq!(Policy::DEFAULT.on_exhausted, OnExhausted::Wait);
+    let seq = Arc::new(Sequencer::new(clock.clone(), tb(2), Policy::DEFAULT).unwrap());
+    let t1 = T0 / MS + 1;
+    for _ in 0..4 {
+        assert_eq!(seq.next().unwrap() >> 2, t1); // tick t1's counter used up
+    }
+    // The calibration is renewed and reads 1 us lower: tick t1 - 1, within the declared error.
+    clock.offset.store(US.wrapping_neg(), Ordering::SeqCst);
+    let most_ever = t1; // the highest tick the clock has ever read
+    let s = seq.clone();
+    let got = within(300, move || {
+        (0..200).map(|_| s.next().unwrap()).collect::<Vec<_>>()
+    });
+    match got {
+        None => eprintln!("blocked, as Wait should"),
+        Some(stamps) => {
+            let worst = stamps.iter().map(|s| s >> 2).max().unwrap();
+            panic!(
+                "Wait policy ran ahead: {} stamps issued while the clock never read past tick \
+                 {most_ever} (it reads {} now, 1 us back within its 50 us error); the last is \
+                 tick {worst}, {} ticks ahead (lead {:?})",
+                stamps.len(),
+                most_ever - 1,
+                worst - most_ever,
+                seq.lead()
+            );
+        }
+    }
+}
+
+/// B: two generators on one stamp (processes sharing a host-wide state file: the clock is not
+/// part of the file's fingerprint), one on the counter (`--clock counter`), one on
+/// `CLOCK_REALTIME` (`--clock precise`). The counter process reads 20 ns ahead of
+/// CLOCK_REALTIME (allowed: that is its error; the docs measure up to 46 ns), across a 32 ns tick
+/// boundary, and runs ahead to the lead at nanots' capacity. Its stamps lead CLOCK_REALTIME by
+/// max_lead + 1 tick, within max_lead + error. The precise process, reading CLOCK_REALTIME later,
+/// must wait that tick out. It was refused with `ClockBehind` while the precise clock declared
+/// no error (it now declares the counter's: `SystemClock::precise().max_error_ns()`).
+#[test]
+fn a_precise_process_beside_a_counter_process_waits_when_the_counter_reads_ahead() {
+    // T0 is a multiple of 32 ns; start 20 ns into a tick: the counter process reads 20 ns more,
+    // in the next tick.
+    let time = ManualClock::new(T0 + 20);
+    let counter = Jitter {
+        time: time.clone(),
+        offset: Arc::new(AtomicU64::new(20)),
+        error: 50 * US,
+    };
+    // nanots' tick and policy: 32 ns ticks, RunAhead with max_lead 1 ms, Fail beyond.
+    let tbn = Timebase {
+        epoch_ns: 0,
+        tick_ns: 32,
+        time_bits: 59,
+        counter_bits: 0,
+    };
+    let policy = Policy {
+        on_exhausted: OnExhausted::RunAhead,
+        max_lead: Duration::from_millis(1),
+        on_clock_behind: OnClockBehind::Fail,
+    };
+    let stamp = Arc::new(AtomicU64::new(0)); // the state file's word
+    let fast = Sequencer::with_cell(counter, stamp.clone(), tbn, policy).unwrap();
+    let declared = idforge::SystemClock::precise().max_error_ns();
+    assert!(
+        declared > 0,
+        "the precise system clock allows for the counter's error"
+    );
+    let realtime = Jitter {
+        time: time.clone(),
+        offset: Arc::new(AtomicU64::new(0)),
+        error: declared,
+    };
+    let precise = Arc::new(Sequencer::with_cell(realtime, stamp.clone(), tbn, policy).unwrap());
+    // The counter process at its capacity: it runs to the lead.
+    let mut n = 0;
+    while fast.lead() < Duration::from_millis(1) {
+        fast.next().unwrap();
+        n += 1;
+    }
+    let last = stamp.load(Ordering::SeqCst);
+    let lead_real = (last * 32) as i128 - time.now_ns() as i128;
+    eprintln!(
+        "{n} stamps; last leads CLOCK_REALTIME by {lead_real} ns (max_lead + error = 1050000)"
+    );
+    assert!(lead_real <= 1_050_000);
+    // 5 ns later, the precise process asks for one id. Correct: it waits (the clock here is
+    // frozen, so it stays blocked). Wrong: ClockBehind.
+    time.advance(5);
+    let p = precise.clone();
+    let r = within(300, move || p.next());
+    if let Some(r) = &r {
+        time.advance(MS); // nothing to release
+        panic!(
+            "the precise process got {r:?} although the stamps lead its clock by {lead_real} ns, \
+             within max_lead + the other process's clock error"
+        );
+    }
+    time.advance(10 * MS); // release the waiter
+}
+
+/// A ticker-like clock: the cheap reading lags the precise one by `lag`; `pause` lets simulated
+/// time pass (the manual clock advances by what the sequencer waits for), so the test is
+/// deterministic and needs no threads.
+#[derive(Clone)]
+struct Lagging {
+    time: ManualClock,
+    lag: u64,
+}
+
+impl Clock for Lagging {
+    fn now_ns(&self) -> u64 {
+        self.time.now_ns() - self.lag
+    }
+    fn now_precise_ns(&self) -> u64 {
+        self.time.now_ns()
+    }
+    fn max_error_ns(&self) -> u64 {
+        50 * US // as the ticker declares
+    }
+    fn pause(&self, ns: u64) {
+        self.time.advance(ns);
+    }
+}
+
+/// D: under `OnExhausted::Wait`, a single thread on a ticker-like clock lagging its precise
+/// source by 0.5 ms (the ticker lags 100-175 us on an idle machine, without bound on a loaded
+/// one) must not run ahead. It ran ahead by the whole `max_lead` (1 s) without the clock moving
+/// at all: the call that waits for the next tick reads the precise clock and keeps reading it
+/// after the wait, so it issues in the precise tick t+1 while the ticker still reads t; every
+/// later call read the ticker, found the last stamp "ahead of the clock", took that for a clock
+/// that stepped back and kept counting into later ticks. A range ahead of the reading because
+/// the clock looks stepped back is now taken only on a precise reading.
+#[test]
+fn wait_policy_on_a_lagging_cheap_clock_does_not_run_ahead() {
+    // Within the clock's declared error (one tick), and three ticks: only the precise reading
+    // before a range is taken ahead of the reading tells the second from a step back.
+    lagging_by(MS / 2);
+    lagging_by(3 * MS);
+}
+
+fn lagging_by(lag: u64) {
+    let time = ManualClock::new(T0 + lag + MS / 10);
+    let clock = Lagging {
+        time: time.clone(),
+        lag,
+    };
+    let seq = Sequencer::new(clock.clone(), tb(2), Policy::DEFAULT).unwrap();
+    let t = T0 / MS;
+    for _ in 0..4 {
+        assert_eq!(seq.next().unwrap() >> 2, t);
+    }
+    // The 5th is in the precise clock's tick: the next one when that is tick t (simulated: pause
+    // advances the clock to it), else the precise clock's own.
+    let fifth = seq.next().unwrap();
+    let frozen_at = time.now_ns();
+    assert_eq!(fifth >> 2, frozen_at / MS, "lag {lag}");
+    // Now the clock stands still (no call needs to wait under a correct Wait policy for the
+    // next 3 ids, the rest of the tick's counter; the 4th must wait).
+    let mut issued_without_waiting = Vec::new();
+    for _ in 0..5000 {
+        let s = seq.next().unwrap();
+        if time.now_ns() != frozen_at {
+            break; // it waited: correct from here
+        }
+        issued_without_waiting.push(s);
+    }
+    let precise_tick = frozen_at / MS;
+    let worst = issued_without_waiting.last().map_or(0, |s| s >> 2);
+    assert!(
+        issued_without_waiting.len() <= 3,
+        "lag {lag}: Wait policy ran ahead: {} ids issued with the precise clock frozen at tick {} \
+         (the ticker at tick {}), up to tick {} ({} ticks ahead of the precise clock)",
+        issued_without_waiting.len(),
+        precise_tick,
+        (frozen_at - lag) / MS,
+        worst,
+        worst - precise_tick
+    );
+}
