@@ -50,20 +50,20 @@ fn os_seeded<R: SeedableRng>() -> R {
     R::try_from_rng(&mut rand::rngs::SysRng).unwrap_or_else(|_| R::from_rng(&mut rand::rng()))
 }
 
-/// Runs `f` on one of the calling thread's generators, reseeding it first after a fork. A macro
-/// rather than a function over the key: `LocalKey::with` on a key known at compile time inlines
-/// to a thread-pointer access, where through a `&'static LocalKey` it is an indirect call.
-macro_rules! with_thread_rng {
-    ($key:ident, $f:expr) => {
-        $key.with(|r| {
-            let mut r = r.borrow_mut();
-            let generation = crate::shm::fork_generation();
-            if r.0 != generation {
-                reseed(&mut r, generation);
-            }
-            $f(&mut r.1)
-        })
-    };
+/// Runs `f` on one of the calling thread's generators, reseeding it first after a fork.
+#[inline]
+fn with_thread_rng<R: SeedableRng + 'static, T>(
+    key: &'static std::thread::LocalKey<RefCell<(u64, R)>>,
+    f: impl FnOnce(&mut R) -> T,
+) -> T {
+    key.with(|r| {
+        let mut r = r.borrow_mut();
+        let generation = crate::shm::fork_generation();
+        if r.0 != generation {
+            reseed(&mut r, generation);
+        }
+        f(&mut r.1)
+    })
 }
 
 /// Reseeds a thread's generator in a forked child (out of line: the hot path is the check).
@@ -76,13 +76,13 @@ fn reseed<R: SeedableRng>(r: &mut (u64, R), generation: u64) {
 /// Runs `f` on the calling thread's secure generator.
 #[inline]
 fn with_secure<T>(f: impl FnOnce(&mut StdRng) -> T) -> T {
-    with_thread_rng!(SECURE, f)
+    with_thread_rng(&SECURE, f)
 }
 
 /// Runs `f` on the calling thread's fast generator.
 #[inline]
 fn with_fast<T>(f: impl FnOnce(&mut SmallRng) -> T) -> T {
-    with_thread_rng!(FAST, f)
+    with_thread_rng(&FAST, f)
 }
 
 /// 64 random bits from the calling thread's generator of `source`.
