@@ -168,7 +168,11 @@ pub(crate) fn host_wide_sequencer<C: Clock>(
 ) -> Result<Sequencer<C, HostStamp>, Error> {
     let fp = fingerprint(name, layout_spec, &tb, node, state.durable, &policy);
     let wait = crate::shm::fresh_wait(&policy, state.durable);
-    let cell = HostStamp::open_fresh(state, &fp, &tb, wait, &|| fresh_stamp(&tb, clock.now_ns()))?;
+    // The first stamp of a new file comes from the precise reading: a cheap one may lag (a
+    // ticker whose thread was not scheduled while the creator waited) and start the new file
+    // below ids the processes on the deleted one issued.
+    let first = || fresh_stamp(&tb, clock.now_precise_ns());
+    let cell = HostStamp::open_fresh(state, &fp, &tb, wait, &first)?;
     let seq = Sequencer::with_cell(clock, cell, tb, policy)?;
     let allowed = crate::shm::policy_lead(&policy);
     let start = std::time::Instant::now();
@@ -836,13 +840,13 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
             (RandomBits::General, Some(rng)) => {
                 for slot in out {
                     *slot = self.base | tc(stamp) | self.batch_random(rng);
-                    stamp += 1;
+                    stamp = stamp.wrapping_add(1); // past the last stamp (u64::MAX) after the last slot
                 }
             }
             _ => {
                 for slot in out {
                     *slot = self.base | tc(stamp);
-                    stamp += 1;
+                    stamp = stamp.wrapping_add(1);
                 }
             }
         }
@@ -857,8 +861,11 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
         rshift: u32,
         tc: impl Fn(u64) -> u128,
     ) {
-        for (stamp, slot) in (first..).zip(out.iter_mut()) {
+        // Not `(first..).zip(out)`: a range from `first` overflows when the last stamp is u64::MAX.
+        let mut stamp = first;
+        for slot in out {
             *slot = self.base | tc(stamp) | (rng.next_u64() >> rshift) as u128;
+            stamp = stamp.wrapping_add(1);
         }
     }
 
@@ -1031,7 +1038,7 @@ impl<C: Clock, S: StampCell> Iterator for Batch<'_, C, S> {
             }
             self.gen
                 .encode_run(self.stamps.start, &mut self.buf[..k], self.rng.as_mut());
-            self.stamps.start += k as u64;
+            self.stamps.start = self.stamps.start.wrapping_add(k as u64);
             self.stamps.len -= k as u64;
             self.pos = 0;
             self.len = k;

@@ -285,7 +285,8 @@ impl Iterator for StampRange {
             return None;
         }
         let s = self.start;
-        self.start += 1;
+        // Wrapping: a range may end at stamp u64::MAX (a layout whose stamp fills 64 bits).
+        self.start = self.start.wrapping_add(1);
         self.len -= 1;
         Some(s)
     }
@@ -321,10 +322,11 @@ pub struct Sequencer<C: Clock = WallClock, S: StampCell = AtomicU64> {
     /// How many ticks a stamp may lead the clock on `take`'s fast path: `max_lead_ticks` under
     /// [`OnExhausted::RunAhead`], else 0.
     fast_lead_ticks: u64,
-    /// The clock's own error ([`Clock::max_error_ns`]) in ticks, rounded up: how much further
-    /// than `max_lead_ticks` behind the last stamp a reading may be and still count as a lead
-    /// to wait out rather than a clock that stepped back.
-    error_ticks: u64,
+    /// The clock's own error ([`Clock::max_error_ns`]): how much further than the lead a
+    /// reading may be behind the start of the last stamp's tick and still count as a lead to
+    /// wait out rather than a clock that stepped back. Kept in nanoseconds: rounded up to whole
+    /// ticks it would make a step back of one tick look like the clock's error.
+    error_ns: u64,
     policy: Policy,
 }
 
@@ -341,7 +343,7 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
             max_tick: self.max_tick,
             max_lead_ticks: self.max_lead_ticks,
             fast_lead_ticks: self.fast_lead_ticks,
-            error_ticks: self.error_ticks,
+            error_ns: self.error_ns,
             policy: self.policy,
         }
     }
@@ -443,7 +445,7 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
         let tick = StrengthReducedU64::new(timebase.tick_ns);
         let max_lead_ticks = u64::try_from(policy.max_lead.as_nanos() / timebase.tick_ns as u128)
             .unwrap_or(u64::MAX);
-        let error_ticks = clock.max_error_ns().div_ceil(timebase.tick_ns);
+        let error_ns = clock.max_error_ns();
         Ok(Sequencer {
             clock,
             cell,
@@ -457,7 +459,7 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
             } else {
                 0
             },
-            error_ticks,
+            error_ns,
             policy,
         })
     }
@@ -751,10 +753,16 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
         // The range would be ahead of the wall clock.
         let last_tick = last >> cb;
         let behind = last_tick.saturating_sub(now_tick);
-        // A stamp issued at the most lead the policy allows is up to the clock's own error
-        // further ahead of a later reading (a renewed calibration, the precise source): a lead
-        // to wait out below, not a step back.
-        if behind > self.max_lead_ticks.saturating_add(self.error_ticks) {
+        // How far the start of the last stamp's tick is ahead of the reading, in clock
+        // nanoseconds (0 when it is not). A stamp issued at the most lead the policy allows is
+        // up to the clock's own error further ahead of a later reading (a renewed calibration,
+        // the precise source): a lead to wait out below, not a step back. Compared in
+        // nanoseconds, not ticks: a 50 µs error must not excuse a 1 ms tick.
+        let tick_ns = u128::from(self.tb.tick_ns);
+        let ahead_ns = (u128::from(last_tick) * tick_ns + u128::from(self.tb.epoch_ns))
+            .saturating_sub(u128::from(now));
+        let error_ns = u128::from(self.error_ns);
+        if ahead_ns > u128::from(self.max_lead_ticks) * tick_ns + error_ns {
             // The clock fell behind the last stamp by more than the bound: it stepped back.
             return match self.policy.on_clock_behind {
                 OnClockBehind::Fail => Err(Error::ClockBehind {
@@ -772,7 +780,7 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
         // last stamp ahead of it by more than the clock's own error (a reading a little below
         // an earlier one, or a cheap clock lagging the precise reading a stamp was issued from,
         // is not a step back, and must not make `Wait` run ahead).
-        let stepped_back = last_tick > now_tick.saturating_add(self.error_ticks);
+        let stepped_back = ahead_ns > error_ns;
         if lead <= self.max_lead_ticks {
             if run_ahead {
                 return Ok(Step::Take { start, end });
@@ -909,12 +917,12 @@ mod tests {
     #[test]
     fn a_clock_behind_by_no_more_than_its_error_past_the_lead_waits_instead_of_failing() {
         let clock = ManualClock::new(1_000 * MS);
-        let jittery = Jittery(clock.clone(), MS / 2); // rounded up: one tick of error
+        let jittery = Jittery(clock.clone(), MS / 2); // half a tick of error
         let p = policy(OnExhausted::RunAhead, 2, OnClockBehind::Fail);
         let seq = Arc::new(Sequencer::new(jittery.clone(), tb(2), p).unwrap());
         let ids: Vec<u64> = (0..12).map(|_| seq.next().unwrap()).collect();
         assert_eq!(seq.lead(), Duration::from_millis(2), "at the most lead");
-        clock.step_back(MS); // within the error: 3 ticks behind the last stamp
+        clock.step_back(MS / 2); // within the error: the last tick starts 2.5 ms ahead
         let s2 = seq.clone();
         let waiter = std::thread::spawn(move || s2.next());
         std::thread::sleep(Duration::from_millis(50));
@@ -922,20 +930,67 @@ mod tests {
             !waiter.is_finished(),
             "a reading within the clock's error must be waited out, not refused"
         );
-        clock.advance(2 * MS); // tick 1001: the next stamp (tick 1003) is 2 ticks ahead
+        clock.advance(3 * MS / 2); // tick 1001: the next stamp (tick 1003) is 2 ticks ahead
         let next = waiter.join().unwrap().unwrap();
         assert_eq!(next, ids[11] + 1);
-        // Two ticks behind the error is a step back, refused as before.
-        clock.step_back(4 * MS);
+        // Further back than the lead and the error is a step back, refused as before, even by
+        // a microsecond: the error is not rounded up to a whole tick.
+        let seq = Sequencer::new(jittery.clone(), tb(2), p).unwrap();
+        clock.set(2_000 * MS);
+        for _ in 0..12 {
+            seq.next().unwrap();
+        }
+        clock.step_back(MS / 2 + 1_000);
         assert!(matches!(seq.next(), Err(Error::ClockBehind { .. })));
-        // A clock with no error bound refuses the one-tick case at once.
+        // A clock with no error bound refuses the half-tick case at once.
         let exact = ManualClock::new(1_000 * MS);
         let seq = Sequencer::new(exact.clone(), tb(2), p).unwrap();
         for _ in 0..12 {
             seq.next().unwrap();
         }
-        exact.step_back(MS);
+        exact.step_back(MS / 2);
         assert!(matches!(seq.next(), Err(Error::ClockBehind { .. })));
+    }
+
+    /// Under `Wait`, a clock one tick behind the last stamp (more than its error) stepped back:
+    /// the call issues from the last stamp at once. With the error rounded up to a whole tick
+    /// it was taken for the clock's error and waited out (up to two ticks: 20 ms for
+    /// Sonyflake, 2 s for a one-second tick).
+    #[test]
+    fn under_wait_a_step_back_of_one_tick_beyond_the_error_keeps_issuing() {
+        let clock = ManualClock::new(1_000 * MS + 9 * MS / 10); // late in tick 1000
+        let jittery = Jittery(clock.clone(), MS / 20); // 50 µs, as the system clocks
+        let p = policy(OnExhausted::Wait, 1_000, OnClockBehind::Fail);
+        let seq = Arc::new(Sequencer::new(jittery, tb(2), p).unwrap());
+        let first = seq.next().unwrap();
+        clock.step_back(3 * MS / 2); // tick 999, 1.4 ms before the last stamp's tick
+        let s2 = seq.clone();
+        let taker = std::thread::spawn(move || s2.next());
+        for _ in 0..100 {
+            if taker.is_finished() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if !taker.is_finished() {
+            clock.advance(2 * MS); // release it before failing
+            panic!("a step back of 1.5 ticks beyond a 50 µs error was waited out");
+        }
+        assert_eq!(taker.join().unwrap().unwrap(), first + 1);
+        // A reading 30 µs before the last stamp's tick is within the error: it waits for that
+        // tick. 60 µs before it is beyond the error: it issues at once, ahead of the reading.
+        for (back, waits) in [(30_000, true), (60_000, false)] {
+            let clock = ManualClock::new(1_001 * MS + 10_000);
+            let seq = Arc::new(Sequencer::new(Jittery(clock.clone(), MS / 20), tb(2), p).unwrap());
+            assert_eq!(seq.next().unwrap(), 1_001 << 2);
+            clock.set(1_001 * MS - back);
+            let s2 = seq.clone();
+            let taker = std::thread::spawn(move || s2.next());
+            std::thread::sleep(Duration::from_millis(30));
+            assert_eq!(!taker.is_finished(), waits, "{back} ns back");
+            clock.set(1_001 * MS);
+            assert_eq!(taker.join().unwrap().unwrap(), (1_001 << 2) + 1);
+        }
     }
 
     /// A cheap clock that lags its precise source by a settable amount, as a ticker whose

@@ -9,7 +9,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use idforge::{Clock, ManualClock, OnClockBehind, OnExhausted, Policy, Sequencer, Timebase};
+use idforge::{
+    Clock, Generator, ManualClock, OnClockBehind, OnExhausted, Policy, Scheme, Sequencer,
+    StateOptions, Timebase,
+};
 
 const MS: u64 = 1_000_000;
 const US: u64 = 1_000;
@@ -207,8 +210,8 @@ impl Clock for Lagging {
 /// the clock looks stepped back is now taken only on a precise reading.
 #[test]
 fn wait_policy_on_a_lagging_cheap_clock_does_not_run_ahead() {
-    // Within the clock's declared error (one tick), and three ticks: only the precise reading
-    // before a range is taken ahead of the reading tells the second from a step back.
+    // Half a tick and three ticks, both beyond the clock's declared error (50 us): only the
+    // precise reading before a range is taken ahead of the reading tells a lag from a step back.
     lagging_by(MS / 2);
     lagging_by(3 * MS);
 }
@@ -251,4 +254,80 @@ fn lagging_by(lag: u64) {
         worst,
         worst - precise_tick
     );
+}
+
+/// E: a state file deleted under a process, and created again by a process whose cheap clock
+/// lags (a ticker whose thread was not scheduled while the creator waited its 2 ms). The new
+/// file's first stamp came from the cheap reading, 3 ms behind: it started below ids the
+/// process on the deleted file had issued, and repeated 10 of them. It now comes from the
+/// precise reading. (Attack review of the clock's error, F1.)
+#[test]
+fn a_state_file_created_again_on_a_lagging_clock_starts_above_the_deleted_ones_ids() {
+    let dir = std::env::temp_dir().join(format!("idforge-clock-error-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let state = StateOptions::new(dir.join("snowflake.state"));
+    let time = ManualClock::new(T0);
+    let precise = Lagging {
+        time: time.clone(),
+        lag: 0,
+    };
+    let a = Generator::host_wide(
+        &Scheme::Snowflake,
+        Some(1),
+        precise,
+        Policy::DEFAULT,
+        &state,
+    )
+    .unwrap();
+    let mut issued = std::collections::HashSet::new();
+    for _ in 0..6 {
+        for _ in 0..10 {
+            issued.insert(a.next().unwrap());
+        }
+        time.advance(MS);
+    }
+    std::fs::remove_file(&state.path).unwrap();
+    let ticker = Lagging {
+        time: time.clone(),
+        lag: 3 * MS,
+    };
+    let b =
+        Generator::host_wide(&Scheme::Snowflake, Some(1), ticker, Policy::DEFAULT, &state).unwrap();
+    time.advance(2 * MS);
+    let repeated = (0..30)
+        .map(|_| b.next().unwrap())
+        .filter(|id| issued.contains(id))
+        .count();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(
+        repeated, 0,
+        "ids of the new state file repeat the deleted one's"
+    );
+}
+
+/// F: GUARANTEES §2, "clock steps back by 1 ms: keeps issuing from the last stamp", on a clock
+/// that declares the system clocks' 50 us of error. The error was rounded up to a whole tick,
+/// so a step back of one tick was taken for the clock's error and waited out under `Wait`
+/// (2 ms for Snowflake, 20 ms for Sonyflake, 2 s for a one-second tick). (Attack review, F3.)
+#[test]
+fn a_step_back_of_a_tick_and_a_half_keeps_issuing_on_a_clock_with_an_error() {
+    for (scheme, tick) in [(Scheme::Snowflake, MS), (Scheme::Sonyflake, 10 * MS)] {
+        let time = ManualClock::new(T0 + tick - tick / 10); // late in a tick
+        let clock = Jitter {
+            time: time.clone(),
+            offset: Arc::new(AtomicU64::new(0)),
+            error: 50 * US,
+        };
+        let g = Arc::new(Generator::with_clock(&scheme, Some(1), clock, Policy::DEFAULT).unwrap());
+        let first = g.next().unwrap();
+        time.step_back(tick + tick / 2);
+        let g2 = g.clone();
+        match within(300, move || g2.next()) {
+            Some(next) => assert!(next.unwrap() > first),
+            None => {
+                time.advance(2 * tick); // release the blocked call
+                panic!("{scheme:?}: a step back of 1.5 ticks was waited out instead of issuing");
+            }
+        }
+    }
 }

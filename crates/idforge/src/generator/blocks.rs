@@ -103,7 +103,8 @@ impl<C: Clock, S: StampCell> Blocks<'_, C, S> {
     #[inline(always)]
     fn issue(&mut self) -> u128 {
         let stamp = self.next;
-        self.next += 1;
+        // Wrapping, as `end`: a block may end at stamp u64::MAX.
+        self.next = self.next.wrapping_add(1);
         let random = match self.rng.as_mut() {
             Some(r) => self.gen.batch_random(r),
             None => 0,
@@ -140,7 +141,7 @@ impl<C: Clock, S: StampCell> Blocks<'_, C, S> {
             .reserve(self.size)
             .map_err(|e| self.gen.name_error(e))?;
         self.next = range.start;
-        self.end = range.start + range.len;
+        self.end = range.start.wrapping_add(range.len); // 0 for a block ending at u64::MAX
         let tb = self.gen.seq.timebase();
         let tick_start = |stamp: u64| {
             (stamp >> tb.counter_bits) as u128 * tb.tick_ns as u128 + tb.epoch_ns as u128
@@ -149,7 +150,7 @@ impl<C: Clock, S: StampCell> Blocks<'_, C, S> {
         // most `max_lead` behind the *last* stamp's tick (a block that runs into the next tick
         // must not lead by more than the policy allows).
         let lead = self.gen.seq.policy().max_lead.as_nanos();
-        let from = tick_start(range.start + range.len - 1).saturating_sub(lead);
+        let from = tick_start(range.start + (range.len - 1)).saturating_sub(lead);
         let until = (tick_start(range.start) + tb.tick_ns as u128).min(u64::MAX as u128);
         self.valid_from_ns = u64::try_from(from).unwrap_or(u64::MAX);
         self.valid_span_ns = u64::try_from(until.saturating_sub(from)).unwrap_or(u64::MAX);
