@@ -750,38 +750,43 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
         if end_tick <= now_tick {
             return Ok(Step::Take { start, end });
         }
-        // The range would be ahead of the wall clock.
-        let last_tick = last >> cb;
-        let behind = last_tick.saturating_sub(now_tick);
-        // How far the start of the last stamp's tick is ahead of the reading, in clock
-        // nanoseconds (0 when it is not). A stamp issued at the most lead the policy allows is
-        // up to the clock's own error further ahead of a later reading (a renewed calibration,
-        // the precise source): a lead to wait out below, not a step back. Compared in
-        // nanoseconds, not ticks: a 50 µs error must not excuse a 1 ms tick.
+        // The range would be ahead of the wall clock. Leads are compared in clock nanoseconds
+        // against the policy's `max_lead` and the clock's error as they are, not rounded to
+        // whole ticks: a 50 µs error must not excuse a 1 ms tick, and a `max_lead` that is not
+        // a whole number of ticks (15 ms of 10 ms ticks, 500 µs of 1 ms ticks) must not refuse
+        // a step back it covers.
         let tick_ns = u128::from(self.tb.tick_ns);
-        let ahead_ns = (u128::from(last_tick) * tick_ns + u128::from(self.tb.epoch_ns))
-            .saturating_sub(u128::from(now));
+        let start_of = |tick: u64| u128::from(tick) * tick_ns + u128::from(self.tb.epoch_ns);
+        let now_ns = u128::from(now);
+        let max_lead_ns = self.policy.max_lead.as_nanos();
         let error_ns = u128::from(self.error_ns);
-        if ahead_ns > u128::from(self.max_lead_ticks) * tick_ns + error_ns {
+        // How far the start of the last stamp's tick is ahead of the reading (0 when it is
+        // not). A stamp issued at the most lead the policy allows is up to the clock's own
+        // error further ahead of a later reading (a renewed calibration, the precise source):
+        // a lead to wait out below, not a step back.
+        let last_tick = last >> cb;
+        let ahead_ns = start_of(last_tick).saturating_sub(now_ns);
+        if ahead_ns > max_lead_ns + error_ns {
             // The clock fell behind the last stamp by more than the bound: it stepped back.
             return match self.policy.on_clock_behind {
                 OnClockBehind::Fail => Err(Error::ClockBehind {
-                    behind: duration_ns(behind as u128 * self.tb.tick_ns as u128),
+                    behind: duration_ns(ahead_ns),
                     max_lead: self.policy.max_lead,
                 }),
-                OnClockBehind::Wait => Ok(Step::Wait(
-                    self.ns_until(now, last_tick - self.max_lead_ticks),
-                )),
+                OnClockBehind::Wait => Ok(Step::Wait(wait_ns(
+                    start_of(last_tick) - max_lead_ns - now_ns,
+                ))),
             };
         }
-        let lead = end_tick - now_tick;
+        // How far the range's last id would be ahead of the reading.
+        let lead_ns = start_of(end >> cb) - now_ns;
         let run_ahead = self.policy.on_exhausted == OnExhausted::RunAhead;
         // Under `Wait`, a range may lead the reading only because the clock stepped back: the
         // last stamp ahead of it by more than the clock's own error (a reading a little below
         // an earlier one, or a cheap clock lagging the precise reading a stamp was issued from,
         // is not a step back, and must not make `Wait` run ahead).
         let stepped_back = ahead_ns > error_ns;
-        if lead <= self.max_lead_ticks {
+        if lead_ns <= max_lead_ns {
             if run_ahead {
                 return Ok(Step::Take { start, end });
             }
@@ -789,21 +794,13 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
                 return Ok(Step::TakeBehind { start, end });
             }
         }
-        // Exhausted: wait until the clock reaches the tick where the range is allowed.
-        let target = if run_ahead || stepped_back {
-            end_tick - self.max_lead_ticks
+        // Exhausted: wait until the clock reaches the time where the range is allowed.
+        let wait = if run_ahead || stepped_back {
+            lead_ns - max_lead_ns
         } else {
-            end_tick
+            lead_ns
         };
-        Ok(Step::Wait(self.ns_until(now, target)))
-    }
-
-    /// Clock nanoseconds from `now` to the start of `tick`.
-    fn ns_until(&self, now: u64, tick: u64) -> u64 {
-        let at = (tick as u128) * self.tb.tick_ns as u128 + self.tb.epoch_ns as u128;
-        u64::try_from(at.saturating_sub(now as u128))
-            .unwrap_or(u64::MAX)
-            .max(1)
+        Ok(Step::Wait(wait_ns(wait)))
     }
 
     #[cold]
@@ -823,6 +820,11 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
             year: year_of_unix_ns(end),
         }
     }
+}
+
+/// A wait of `ns` clock nanoseconds, at least 1 (a wait always lets time pass).
+fn wait_ns(ns: u128) -> u64 {
+    u64::try_from(ns).unwrap_or(u64::MAX).max(1)
 }
 
 fn duration_ns(ns: u128) -> Duration {

@@ -331,3 +331,78 @@ fn a_step_back_of_a_tick_and_a_half_keeps_issuing_on_a_clock_with_an_error() {
         }
     }
 }
+
+/// A clock of the system clocks' error (50 us), exact: a cheap reading equal to the precise one.
+fn system_like(at: u64) -> (Jitter, ManualClock) {
+    let time = ManualClock::new(at);
+    let clock = Jitter {
+        time: time.clone(),
+        offset: Arc::new(AtomicU64::new(0)),
+        error: 50 * US,
+    };
+    (clock, time)
+}
+
+/// G: a `max_lead` that is not a whole number of ticks. GUARANTEES §2: a clock stepped back by
+/// no more than `max_lead` keeps issuing from the last stamp. With the lead counted in whole
+/// ticks (rounded down), a step back between `max_lead_ticks` ticks and `max_lead` was refused
+/// with `ClockBehind` once the clock's error no longer rounded up to a tick: 1 s back on a 3 ms
+/// tick (`behind: 1.002s`), 12 ms back under a 15 ms `max_lead` on 10 ms ticks, 100 us back
+/// under a 500 us `max_lead` on 1 ms ticks. (A re-attack of the nanosecond comparison.)
+#[test]
+fn a_step_back_within_a_max_lead_of_a_fraction_of_ticks_keeps_issuing() {
+    // The default policy (1 s) on 3 ms ticks: 333.3 ticks.
+    let layout = idforge::Layout::parse_spec("time:41,counter:12,tick=3ms").unwrap();
+    let t0 = 600_000 * 3 * MS;
+    let (clock, time) = system_like(t0 + 100 * US);
+    let p = Policy {
+        on_clock_behind: OnClockBehind::Fail,
+        ..Policy::DEFAULT
+    };
+    let g = Generator::with_clock(&Scheme::Custom(layout), None, clock, p).unwrap();
+    let a = g.next().unwrap();
+    time.set(t0 + 100 * US - 1_000 * MS);
+    let b = g.next();
+    assert!(
+        matches!(b, Ok(b) if b == a + 1),
+        "1 s back, 3 ms ticks: {b:?}"
+    );
+
+    // 15 ms on 10 ms ticks, and 500 us on 1 ms ticks.
+    for (tick, max_lead, at, back) in [
+        (10 * MS, 15 * MS, MS, 12 * MS),
+        (MS, 500 * US, 20 * US, 100 * US),
+    ] {
+        let tb = Timebase {
+            epoch_ns: 0,
+            tick_ns: tick,
+            time_bits: 44,
+            counter_bits: 8,
+        };
+        let (clock, time) = system_like(T0 + at);
+        let p = Policy {
+            on_exhausted: OnExhausted::Wait,
+            max_lead: Duration::from_nanos(max_lead),
+            on_clock_behind: OnClockBehind::Fail,
+        };
+        let seq = Sequencer::new(clock, tb, p).unwrap();
+        let a = seq.next().unwrap();
+        time.step_back(back);
+        let b = seq.next();
+        assert!(
+            matches!(b, Ok(b) if b == a + 1),
+            "{back} ns back, max_lead {max_lead} ns, {tick} ns ticks: {b:?}"
+        );
+        // Further back than max_lead and the error: refused, naming how far.
+        time.step_back(max_lead);
+        match seq.next() {
+            Err(idforge::Error::ClockBehind { behind, .. }) => {
+                assert!(
+                    behind > Duration::from_nanos(max_lead + 50 * US),
+                    "{behind:?}"
+                )
+            }
+            other => panic!("{} ns back: {other:?}", back + max_lead),
+        }
+    }
+}
