@@ -528,10 +528,11 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
         // The stamp first, then the clock: every stamp issued so far was checked against a clock
         // reading no later than ours, so a lead that came from running ahead is never seen above
         // the policy's bound (a clock that stepped back can still show any lead).
-        let last_tick = self.cell.load() >> self.tb.counter_bits;
-        let now_tick = self.tick_of(self.clock.now_ns());
-        let ticks = last_tick.saturating_sub(now_tick) as u128;
-        duration_ns(ticks * self.tb.tick_ns as u128)
+        // Measured as `take` bounds it: from the reading to the start of the stamp's tick, in
+        // nanoseconds (whole ticks would show a stamp 400 µs ahead as 1 ms, above a 500 µs
+        // `max_lead` it keeps to).
+        let stamp_ns = self.stamp_unix_ns(self.cell.load());
+        duration_ns(stamp_ns.saturating_sub(u128::from(self.clock.now_ns())))
     }
 
     /// The last stamp issued (0 before the first).
@@ -897,6 +898,33 @@ mod tests {
         clock.advance(MS);
         assert_eq!(waiter.join().unwrap(), 1_003 << 2);
         assert_eq!(seq.lead(), Duration::from_millis(2));
+    }
+
+    /// `lead()` measures what `take` bounds: from the reading to the start of the last stamp's
+    /// tick. Counted in whole ticks it showed a stamp 400 µs ahead as 1 ms, above the 500 µs
+    /// `max_lead` the stamp kept to (a re-attack; the sustained bench, `idforge serve` and the
+    /// wait after opening a state file read it).
+    #[test]
+    fn lead_is_what_take_bounds_in_nanoseconds() {
+        let clock = ManualClock::new(1_000 * MS + 600_000);
+        let p = Policy {
+            on_exhausted: OnExhausted::RunAhead,
+            max_lead: Duration::from_micros(500),
+            on_clock_behind: OnClockBehind::Fail,
+        };
+        let seq = Sequencer::new(clock.clone(), tb(2), p).unwrap();
+        for _ in 0..4 {
+            seq.next().unwrap();
+        }
+        assert_eq!(seq.lead(), Duration::ZERO, "tick 1000: not ahead");
+        assert_eq!(
+            seq.next().unwrap(),
+            1_001 << 2,
+            "tick 1001 starts 400 µs ahead"
+        );
+        assert_eq!(seq.lead(), Duration::from_micros(400));
+        clock.advance(100_000);
+        assert_eq!(seq.lead(), Duration::from_micros(300));
     }
 
     /// A manual clock that declares an error bound, as the counter and ticker clocks do.
