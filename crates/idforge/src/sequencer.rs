@@ -318,9 +318,9 @@ pub struct Sequencer<C: Clock = WallClock, S: StampCell = AtomicU64> {
     max_stamp: u64,
     /// The last tick the stamp can hold (`max_stamp >> counter_bits`).
     max_tick: u64,
-    max_lead_ticks: u64,
-    /// How many ticks a stamp may lead the clock on `take`'s fast path: `max_lead_ticks` under
-    /// [`OnExhausted::RunAhead`], else 0.
+    /// How many ticks a stamp may lead the clock on `take`'s fast path: `max_lead` in whole
+    /// ticks (rounded down: a subset of what `step` takes) under [`OnExhausted::RunAhead`],
+    /// else 0.
     fast_lead_ticks: u64,
     /// The clock's own error ([`Clock::max_error_ns`]): how much further than the lead a
     /// reading may be behind the start of the last stamp's tick and still count as a lead to
@@ -341,7 +341,6 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
             tick: self.tick,
             max_stamp: self.max_stamp,
             max_tick: self.max_tick,
-            max_lead_ticks: self.max_lead_ticks,
             fast_lead_ticks: self.fast_lead_ticks,
             error_ns: self.error_ns,
             policy: self.policy,
@@ -443,8 +442,12 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
     pub fn with_cell(clock: C, cell: S, timebase: Timebase, policy: Policy) -> Result<Self, Error> {
         timebase.validate()?;
         let tick = StrengthReducedU64::new(timebase.tick_ns);
-        let max_lead_ticks = u64::try_from(policy.max_lead.as_nanos() / timebase.tick_ns as u128)
-            .unwrap_or(u64::MAX);
+        let fast_lead_ticks = if policy.on_exhausted == OnExhausted::RunAhead {
+            u64::try_from(policy.max_lead.as_nanos() / u128::from(timebase.tick_ns))
+                .unwrap_or(u64::MAX)
+        } else {
+            0
+        };
         let error_ns = clock.max_error_ns();
         Ok(Sequencer {
             clock,
@@ -453,12 +456,7 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
             max_tick: timebase.max_stamp() >> timebase.counter_bits,
             tb: timebase,
             tick,
-            max_lead_ticks,
-            fast_lead_ticks: if policy.on_exhausted == OnExhausted::RunAhead {
-                max_lead_ticks
-            } else {
-                0
-            },
+            fast_lead_ticks,
             error_ns,
             policy,
         })
@@ -756,8 +754,6 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
         // whole ticks: a 50 µs error must not excuse a 1 ms tick, and a `max_lead` that is not
         // a whole number of ticks (15 ms of 10 ms ticks, 500 µs of 1 ms ticks) must not refuse
         // a step back it covers.
-        let tick_ns = u128::from(self.tb.tick_ns);
-        let start_of = |tick: u64| u128::from(tick) * tick_ns + u128::from(self.tb.epoch_ns);
         let now_ns = u128::from(now);
         let max_lead_ns = self.policy.max_lead.as_nanos();
         let error_ns = u128::from(self.error_ns);
@@ -765,8 +761,7 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
         // not). A stamp issued at the most lead the policy allows is up to the clock's own
         // error further ahead of a later reading (a renewed calibration, the precise source):
         // a lead to wait out below, not a step back.
-        let last_tick = last >> cb;
-        let ahead_ns = start_of(last_tick).saturating_sub(now_ns);
+        let ahead_ns = self.stamp_unix_ns(last).saturating_sub(now_ns);
         if ahead_ns > max_lead_ns + error_ns {
             // The clock fell behind the last stamp by more than the bound: it stepped back.
             return match self.policy.on_clock_behind {
@@ -775,12 +770,12 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
                     max_lead: self.policy.max_lead,
                 }),
                 OnClockBehind::Wait => Ok(Step::Wait(wait_ns(
-                    start_of(last_tick) - max_lead_ns - now_ns,
+                    self.stamp_unix_ns(last) - max_lead_ns - now_ns,
                 ))),
             };
         }
         // How far the range's last id would be ahead of the reading.
-        let lead_ns = start_of(end >> cb) - now_ns;
+        let lead_ns = self.stamp_unix_ns(end) - now_ns;
         let run_ahead = self.policy.on_exhausted == OnExhausted::RunAhead;
         // Under `Wait`, a range may lead the reading only because the clock stepped back: the
         // last stamp ahead of it by more than the clock's own error (a reading a little below

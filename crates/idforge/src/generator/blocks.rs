@@ -142,16 +142,15 @@ impl<C: Clock, S: StampCell> Blocks<'_, C, S> {
             .map_err(|e| self.gen.name_error(e))?;
         self.next = range.start;
         self.end = range.start.wrapping_add(range.len); // 0 for a block ending at u64::MAX
-        let tb = self.gen.seq.timebase();
-        let tick_start = |stamp: u64| {
-            (stamp >> tb.counter_bits) as u128 * tb.tick_ns as u128 + tb.epoch_ns as u128
-        };
+        let seq = &self.gen.seq;
+        let tick_start = |stamp: u64| seq.stamp_unix_ns(stamp);
         // Used until the clock leaves the first stamp's tick, and only while the clock is at
         // most `max_lead` behind the *last* stamp's tick (a block that runs into the next tick
         // must not lead by more than the policy allows).
-        let lead = self.gen.seq.policy().max_lead.as_nanos();
+        let lead = seq.policy().max_lead.as_nanos();
         let from = tick_start(range.start + (range.len - 1)).saturating_sub(lead);
-        let until = (tick_start(range.start) + tb.tick_ns as u128).min(u64::MAX as u128);
+        let tick_ns = u128::from(seq.timebase().tick_ns);
+        let until = (tick_start(range.start) + tick_ns).min(u64::MAX as u128);
         self.valid_from_ns = u64::try_from(from).unwrap_or(u64::MAX);
         self.valid_span_ns = u64::try_from(until.saturating_sub(from)).unwrap_or(u64::MAX);
         Ok(())
