@@ -143,13 +143,10 @@ fn to_json(d: &Decoded) -> serde_json::Value {
 }
 
 fn to_line(d: &Decoded) -> String {
-    let mut s = format!(
-        "{}  scheme={} time={} unix_ms={}",
-        d.canonical,
-        d.scheme,
-        d.time,
-        d.unix_ms()
-    );
+    let mut s = format!("{}  scheme={}", d.canonical, d.scheme);
+    if let (Some(time), Some(ms)) = (&d.time, d.unix_ms()) {
+        s.push_str(&format!(" time={time} unix_ms={ms}"));
+    }
     for (k, v) in d.parts() {
         s.push_str(&format!(" {k}={v}"));
     }

@@ -326,6 +326,19 @@ pub enum StateFileError {
         /// What to do.
         fix: String,
     },
+    /// Another process has held the lock under which state files are created in a directory
+    /// for longer than creating one takes, and looks stopped or hung.
+    #[error("state directory {dir}: cannot create a state file in it: {holder} has held the directory's creation lock for {waited_s} s (creating a state file takes a few milliseconds). {fix}")]
+    Busy {
+        /// The directory.
+        dir: String,
+        /// Who holds the lock (`process 1234, stopped`), as far as `/proc/locks` tells.
+        holder: String,
+        /// How long this process waited.
+        waited_s: u64,
+        /// What to do.
+        fix: String,
+    },
     /// No default location for state files can be found.
     #[error("no default directory for state files: {reason}. Give a path (`StateOptions::path`), or set IDFORGE_STATE_DIR (a directory)")]
     NoDefaultDir {

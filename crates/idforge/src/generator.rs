@@ -154,9 +154,11 @@ pub trait SchemeSpec {
 #[cfg(feature = "host-wide")]
 /// A sequencer whose stamp is in a state file: the one place that binds a file to a scheme
 /// (`name`, `layout_spec`, time base, `node`, durable mode and policy: the fingerprint), starts a
-/// new file above every id a deleted predecessor could still issue ([`fresh_stamp`]) and, after
-/// opening, waits (at most about a second and a half) while the stamp is further ahead of the
-/// clock than the policy lets a process issue (a durable recovery raised it).
+/// new file above every id a deleted predecessor could still issue ([`fresh_stamp`], after the
+/// creator waited [`FRESH_MARGIN`](crate::shm::FRESH_MARGIN) under the directory's lock) and,
+/// after opening, waits (at most about a second and a half, or the predecessors' lead and a
+/// tick when that is longer) while the stamp is further ahead of the clock than the policy lets
+/// a process issue (a new file started ahead of the clock, a durable recovery raised it).
 pub(crate) fn host_wide_sequencer<C: Clock>(
     name: &str,
     layout_spec: &str,
@@ -166,20 +168,31 @@ pub(crate) fn host_wide_sequencer<C: Clock>(
     policy: Policy,
     state: &StateOptions,
 ) -> Result<Sequencer<C, HostStamp>, Error> {
+    use std::time::Duration;
     let fp = fingerprint(name, layout_spec, &tb, node, state.durable, &policy);
-    let wait = crate::shm::fresh_wait(&policy, state.durable);
+    // Processes on a deleted file at the path may have issued up to this far ahead of their
+    // readings, which may be up to the cheapest system clock's error ahead of the real time.
+    let lead = crate::shm::fresh_lead(&policy, state.durable);
+    let error = clock
+        .max_error_ns()
+        .max(crate::clock::SystemClock::MAX_ERROR.as_nanos() as u64);
+    let lead_ns = u64::try_from(lead.as_nanos())
+        .unwrap_or(u64::MAX)
+        .saturating_add(error);
     // The first stamp of a new file comes from the precise reading: a cheap one may lag (a
     // ticker whose thread was not scheduled while the creator waited) and start the new file
     // below ids the processes on the deleted one issued.
-    let first = || fresh_stamp(&tb, clock.now_precise_ns());
-    let cell = HostStamp::open_fresh(state, &fp, &tb, wait, &first)?;
+    let first = || fresh_stamp(&tb, clock.now_precise_ns(), lead_ns);
+    let cell = HostStamp::open_fresh(state, &fp, &tb, crate::shm::FRESH_MARGIN, &first)?;
     let seq = Sequencer::with_cell(clock, cell, tb, policy)?;
     let allowed = crate::shm::policy_lead(&policy);
     let start = std::time::Instant::now();
-    let limit = std::time::Duration::from_millis(1_500) + allowed;
+    let limit = Duration::from_millis(1_500)
+        .max(lead.saturating_add(Duration::from_nanos(tb.tick_ns)))
+        + allowed;
     while seq.lead() > allowed && start.elapsed() < limit {
         let before = seq.clock().now_ns();
-        std::thread::sleep((seq.lead() - allowed).min(std::time::Duration::from_millis(10)));
+        std::thread::sleep((seq.lead() - allowed).min(Duration::from_millis(10)));
         if seq.clock().now_ns() == before {
             break; // a fixed clock (`--at`) never catches up
         }

@@ -113,6 +113,9 @@ fn generators_on_one_state_file_share_one_sequence() {
             .unwrap()
         })
         .collect();
+    // A new state file starts past the lead its predecessors could have issued at (2 s under
+    // this policy): move the clock there, so the generators have the whole lead to run ahead.
+    clock.advance(2_000 * MS + MS);
     let start = std::sync::Barrier::new(gens.len());
     let per: Vec<Vec<u128>> = std::thread::scope(|s| {
         let hs: Vec<_> = gens
@@ -140,11 +143,11 @@ fn generators_on_one_state_file_share_one_sequence() {
         duplicates, 0,
         "{duplicates} of 200,000 ids were issued twice: the generators do not share the state file's stamp"
     );
-    // One sequence: the 200,000 stamps are consecutive from the frozen clock's tick, the last
-    // 1.56 s ahead of it.
+    // One sequence: the 200,000 stamps are consecutive from the new file's first tick (the
+    // one after the lead), the last 1.56 s ahead of it.
     let layout = Scheme::GlobalId.layout();
     let top = all.iter().map(|&id| layout.decode(id).ticks).max().unwrap();
-    assert_eq!(top as u64, T / MS + (200_000 - 1) / 128);
+    assert_eq!(top as u64, T / MS + 2_001 + (200_000 - 1) / 128);
     std::fs::remove_dir_all(d).unwrap();
 }
 
@@ -153,8 +156,15 @@ fn a_restart_whose_clock_is_behind_continues_above_the_file() {
     let d = tmpdir("behind");
     let state = StateOptions::new(d.join("sf.state"));
     let clock = ManualClock::new(T);
-    let a =
-        Generator::host_wide(&Scheme::Snowflake, Some(1), clock, Policy::DEFAULT, &state).unwrap();
+    let a = Generator::host_wide(
+        &Scheme::Snowflake,
+        Some(1),
+        clock.clone(),
+        Policy::DEFAULT,
+        &state,
+    )
+    .unwrap();
+    clock.advance(MS); // a new file's first id is in the tick after its creator's reading
     let last_a = (0..4_000).map(|_| a.next().unwrap()).last().unwrap_or(0);
     drop(a);
     // The "restarted process" reads a clock 500 ms behind: within the default 1 s bound it keeps
@@ -357,6 +367,9 @@ fn nanots_tags_share_one_state_file() {
     let plain = Generator::host_wide(&Scheme::NanoTs, None, clock.clone(), policy, &state).unwrap();
     let tagged =
         Generator::host_wide(&Scheme::NanoTs, Some(3), clock.clone(), policy, &state).unwrap();
+    // The new file starts past the lead a predecessor could have issued at: move the clock
+    // there, so the generators have the whole lead to run ahead.
+    clock.advance(idforge::shm::fresh_lead(&policy, false).as_nanos() as u64 + 100_000);
     let (a, b) = std::thread::scope(|s| {
         let a = s.spawn(|| {
             (0..10_000)

@@ -17,7 +17,17 @@ pub(super) struct DirectoryLock {
     _dir: File,
 }
 
-/// Takes the directory's exclusive `flock`, waiting up to 10 s for another creator.
+/// How long an opener waits for a creator that looks stopped, hung or unknown before it gives
+/// up; a creator that is running is waited for up to [`LOCK_LIMIT`].
+const LOCK_PATIENCE: Duration = Duration::from_secs(10);
+
+/// The longest an opener waits for the directory's lock, whoever holds it.
+const LOCK_LIMIT: Duration = Duration::from_secs(120);
+
+/// Takes the directory's exclusive `flock`. A creator holds it for [`FRESH_MARGIN`](super::FRESH_MARGIN)
+/// and the file's creation: an opener waits while the holder runs (up to two minutes), and
+/// gives up after 10 s when the holder is stopped, a zombie or cannot be found, saying which
+/// process holds the lock.
 pub(super) fn lock_directory(dir: &Path) -> Result<DirectoryLock, Error> {
     let f = OpenOptions::new()
         .read(true)
@@ -25,17 +35,82 @@ pub(super) fn lock_directory(dir: &Path) -> Result<DirectoryLock, Error> {
         .open(dir)
         .map_err(|e| io_err(dir, "open the directory of", e))?;
     let start = std::time::Instant::now();
+    let mut next_look = LOCK_PATIENCE;
     while !sys::flock(&f, libc::LOCK_EX | libc::LOCK_NB) {
-        if start.elapsed() > Duration::from_secs(10) {
-            return Err(Error::StateFile(StateFileError::Io {
-                path: dir.display().to_string(),
-                action: "lock the directory of",
-                reason: "another process has been creating a state file there for 10 s (stopped?); find it with `fuser` or `lsof` on the directory".into(),
-            }));
+        let waited = start.elapsed();
+        if waited > next_look {
+            let holder = f
+                .metadata()
+                .ok()
+                .and_then(|m| lock_holder(m.dev(), m.ino()));
+            let running = holder
+                .as_ref()
+                .is_some_and(|(_, state)| !matches!(state, 'T' | 't' | 'Z' | 'X'));
+            if !running || waited > LOCK_LIMIT {
+                return Err(busy(dir, holder, waited));
+            }
+            next_look = waited + Duration::from_secs(1);
         }
         std::thread::sleep(Duration::from_millis(1));
     }
     Ok(DirectoryLock { _dir: f })
+}
+
+#[cold]
+fn busy(dir: &Path, holder: Option<(u32, char)>, waited: Duration) -> Error {
+    let (holder, fix) = match holder {
+        Some((pid, state)) => {
+            let what = match state {
+                'T' | 't' => "stopped",
+                'Z' | 'X' => "a zombie",
+                'D' => "in an uninterruptible wait (a hung file system?)",
+                _ => "running",
+            };
+            (
+                format!("process {pid} ({what})"),
+                format!(
+                    "Continue it (`kill -CONT {pid}`) or end it; this process waits for a \
+                     running creator for up to {} s",
+                    LOCK_LIMIT.as_secs()
+                ),
+            )
+        }
+        None => (
+            "another process".to_string(),
+            "Find it with `fuser` or `lsof` on the directory, and continue or end it".to_string(),
+        ),
+    };
+    Error::StateFile(StateFileError::Busy {
+        dir: dir.display().to_string(),
+        holder,
+        waited_s: waited.as_secs(),
+        fix,
+    })
+}
+
+/// The process holding an exclusive `flock` on the inode `ino` of device `dev`, from
+/// `/proc/locks` (`1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF`), with its state letter
+/// from `/proc/PID/stat` (`R`, `S`, `D`, `T`, `Z`...; `?` when it cannot be read).
+fn lock_holder(dev: u64, ino: u64) -> Option<(u32, char)> {
+    let locks = fs::read_to_string("/proc/locks").ok()?;
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let wanted = format!("{major:02x}:{minor:02x}:{ino}");
+    let pid = locks.lines().find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (kind, mode, pid, id) = (f.get(1)?, f.get(3)?, f.get(4)?, f.get(5)?);
+        (*kind == "FLOCK" && *mode == "WRITE" && *id == wanted)
+            .then(|| pid.parse::<u32>().ok())
+            .flatten()
+    })?;
+    let state = fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            // `pid (comm) S ...`: the command may hold spaces and parentheses.
+            stat.rsplit_once(')')
+                .and_then(|(_, rest)| rest.trim_start().chars().next())
+        })
+        .unwrap_or('?');
+    Some((pid, state))
 }
 
 /// Refuses a state file or directory that someone else could change (see the module docs).

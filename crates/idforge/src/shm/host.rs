@@ -111,9 +111,10 @@ impl HostStamp {
     /// [`Error::InvalidLayout`] when `fingerprint` is longer than 256 bytes. Otherwise
     /// [`Error::StateFile`] with:
     /// * [`StateFileError::Io`] when the directory cannot be created or inspected, the file
-    ///   cannot be created, opened, inspected, locked or mapped, another creator has held the
-    ///   directory's lock for 10 s, this process already has 256 state files mapped, or (durable
-    ///   mode) the recovered ceiling cannot be synced;
+    ///   cannot be created, opened, inspected, locked or mapped, this process already has 256
+    ///   state files mapped, or (durable mode) the recovered ceiling cannot be synced;
+    /// * [`StateFileError::Busy`] when another creator has held the directory's lock for 10 s
+    ///   and is stopped, a zombie or unknown (two minutes while it runs);
     /// * [`StateFileError::Untrusted`] when the directory or the file could be changed by another
     ///   user (owned by one, or writable by group or others beyond `opts`' shared mode), the
     ///   directory is a symbolic link owned by another user or not a directory, or the file is a

@@ -60,10 +60,12 @@
 //!   every id after the check fails. The same check compares the header with the one opened (a
 //!   file rewritten in place) and the stamp with the one seen at the previous check (a stamp
 //!   written back); an id whose stamp is not above the last check's makes that comparison at
-//!   once. The process that creates a new file waits [`FRESH_MARGIN`] (plus `max_lead` under
-//!   `RunAhead`, plus one second in durable mode) after finding it missing, then starts its stamp
-//!   at the clock: ids from a new file at the same path start above every id the processes on
-//!   the old file (with the same policy) could still issue before they noticed.
+//!   once. The process that creates a new file waits [`FRESH_MARGIN`] after finding it missing,
+//!   then starts its stamp at the tick after the one its clock reads plus the lead a process may
+//!   have issued ahead of its clock ([`fresh_lead`]: `max_lead` under `RunAhead` and in durable
+//!   mode) and the clock's error: ids from a new file at the same path start above every id the
+//!   processes on the old file (with the same policy) could still issue before they noticed,
+//!   whatever the tick's length (the argument is in the `fresh` module's source).
 //!
 //! # Durable mode
 //!
@@ -105,7 +107,7 @@ mod tests;
 mod words;
 
 pub use crate::error::StateFileError;
-pub use fresh::{fresh_stamp, fresh_wait, policy_lead, CHECK_INTERVAL, FRESH_MARGIN};
+pub use fresh::{fresh_lead, fresh_stamp, policy_lead, CHECK_INTERVAL, FRESH_MARGIN};
 pub use header::{check_header, fingerprint, policy_text, state_header};
 #[cfg(feature = "host-wide")]
 pub use host::HostStamp;

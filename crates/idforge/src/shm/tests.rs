@@ -339,15 +339,34 @@ fn a_new_file_starts_ahead_of_the_clock() {
         max_lead: Duration::from_millis(5),
         ..Policy::DEFAULT
     };
-    // The first id is the clock's tick, counter 0.
-    assert_eq!(fresh_stamp(&tb(), 1_000 * ms), (1_000 << 12) - 1);
-    // The creator waits out the margin, the RunAhead lead, and a second in durable mode.
-    assert_eq!(fresh_wait(&Policy::DEFAULT, false), FRESH_MARGIN);
+    // The first id is counter 0 of the tick after the one holding the clock plus the lead:
+    // the clock's tick may already be in use by processes on a deleted file, with any counter.
+    assert_eq!(fresh_stamp(&tb(), 1_000 * ms, 0), (1_001 << 12) - 1);
     assert_eq!(
-        fresh_wait(&run_ahead, true),
-        FRESH_MARGIN + Duration::from_millis(5) + Duration::from_secs(1)
+        fresh_stamp(&tb(), 1_000 * ms + ms / 2, 0),
+        (1_001 << 12) - 1
     );
-    assert_eq!(fresh_wait(&Policy::UNBOUNDED, false), FRESH_MARGIN);
+    assert_eq!(fresh_stamp(&tb(), 1_000 * ms, 5 * ms), (1_006 << 12) - 1);
+    // A coarse tick: the next tick boundary, not counter 0 of the current one.
+    let coarse = Timebase {
+        tick_ns: 100 * ms,
+        ..tb()
+    };
+    assert_eq!(fresh_stamp(&coarse, 1_000 * ms + 1, 50_000), (11 << 12) - 1);
+    // No room for the tick after: the largest stamp, from which nothing is issued.
+    let narrow = Timebase {
+        time_bits: 10,
+        ..tb()
+    };
+    assert_eq!(fresh_stamp(&narrow, 1_023 * ms, 0), narrow.max_stamp());
+    // The lead a predecessor may have issued at: `RunAhead`'s bound, nothing under `Wait`, and
+    // `max_lead` in durable mode under either.
+    assert_eq!(fresh_lead(&Policy::DEFAULT, false), Duration::ZERO);
+    assert_eq!(fresh_lead(&Policy::DEFAULT, true), Policy::DEFAULT.max_lead);
+    assert_eq!(fresh_lead(&run_ahead, false), Duration::from_millis(5));
+    assert_eq!(fresh_lead(&run_ahead, true), Duration::from_millis(5));
+    assert_eq!(fresh_lead(&Policy::UNBOUNDED, false), Duration::ZERO);
+    assert_eq!(fresh_lead(&Policy::UNBOUNDED, true), Duration::from_secs(1));
     let d = tmpdir("fresh");
     let o = StateOptions::new(d.join("f.state"));
     let asked = std::sync::atomic::AtomicU64::new(0);
