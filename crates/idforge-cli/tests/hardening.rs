@@ -107,6 +107,57 @@ fn a_state_file_deleted_under_a_running_process_stops_it_and_nothing_repeats() {
     std::fs::remove_dir_all(d).unwrap();
 }
 
+/// The same on a custom layout with a 100 ms tick and the default policy (issue 18, part 1): the
+/// new file started at counter 0 of the creator's tick, which the process on the deleted file
+/// had already used, and repeated its ids (1,500 in 5 of 5 trials).
+#[test]
+fn a_state_file_deleted_under_a_process_on_a_100_ms_layout_repeats_nothing() {
+    const LAYOUT: &str = "time:41,node:10,counter:12,tick=100ms,epoch=2020-01-01T00:00:00Z";
+    let d = tmpdir("deleted-coarse");
+    let state = d.join("coarse.state");
+    let gen = |n: &str| {
+        let mut c = idforge();
+        c.args(["gen", "custom", "--layout", LAYOUT, "--node", "5", "-n", n])
+            .args(["--format", "hex", "--state"])
+            .arg(&state);
+        c
+    };
+    let (out_a, err_a) = (d.join("a.out"), d.join("a.err"));
+    // 4,096 ids a tick: about 41,000 a second, so A runs for about 7 s unless stopped.
+    let mut a = gen("300000")
+        .stdout(std::fs::File::create(&out_a).unwrap())
+        .stderr(std::fs::File::create(&err_a).unwrap())
+        .spawn()
+        .unwrap();
+    wait_for_ids(&out_a);
+    std::thread::sleep(Duration::from_millis(330)); // lands inside some tick
+    std::fs::remove_file(&state).unwrap();
+    let b = gen("3000").output().unwrap();
+    assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+    let status_a = a.wait().unwrap();
+    let stderr_a = std::fs::read_to_string(&err_a).unwrap();
+    // Waiting for its next tick when the file went, A finds the new one at the path.
+    assert!(
+        !status_a.success()
+            && (stderr_a.contains("was deleted") || stderr_a.contains("was replaced")),
+        "the process on the deleted file went on issuing: {status_a}, {stderr_a}"
+    );
+    let a_set: HashSet<u64> = hex_ids(&out_a).into_iter().collect();
+    let ids_b: Vec<u64> = String::from_utf8(b.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| u64::from_str_radix(l, 16).unwrap())
+        .collect();
+    assert_eq!(ids_b.len(), 3000);
+    assert!(a_set.len() > 4_096, "a ran: {} ids", a_set.len());
+    let repeats = ids_b.iter().filter(|id| a_set.contains(id)).count();
+    assert_eq!(
+        repeats, 0,
+        "{repeats} ids of the new file repeat the old file's"
+    );
+    std::fs::remove_dir_all(d).unwrap();
+}
+
 #[test]
 fn a_state_file_truncated_under_a_running_process_is_an_error_not_a_signal() {
     let d = tmpdir("truncated");

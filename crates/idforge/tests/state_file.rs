@@ -71,3 +71,64 @@ fn a_deleted_or_replaced_state_file_is_noticed_within_a_few_milliseconds() {
         }
     }
 }
+
+/// A creator holds its directory's lock for a few milliseconds. One that is stopped (here a
+/// child that took the lock and then `SIGSTOP`ped itself) holds it forever: an opener gives up
+/// after 10 s with a message that names the directory, the process and what to do, instead of
+/// "cannot lock the directory of: ... (stopped?)", which named neither.
+#[test]
+fn an_opener_names_a_stopped_creator_that_holds_the_directory_lock() {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let d = std::env::temp_dir().join(format!("idforge-busy-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let path = CString::new(d.as_os_str().as_bytes()).unwrap();
+    // SAFETY: the child calls only async-signal-safe functions (open, flock, raise, _exit).
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        unsafe {
+            let fd = libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY);
+            libc::flock(fd, libc::LOCK_EX);
+            libc::raise(libc::SIGSTOP);
+            libc::_exit(0);
+        }
+    }
+    let mut status = 0;
+    // SAFETY: waits for our own child; WUNTRACED returns once it has stopped (lock taken).
+    unsafe { libc::waitpid(pid, &mut status, libc::WUNTRACED) };
+    assert!(libc::WIFSTOPPED(status), "the child did not stop: {status}");
+    let started = Instant::now();
+    let e = Generator::host_wide(
+        &Scheme::Snowflake,
+        Some(2),
+        WallClock,
+        Scheme::Snowflake.default_policy(),
+        &StateOptions::new(d.join("s.state")),
+    )
+    .err();
+    let waited = started.elapsed();
+    // SAFETY: our own stopped child.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+        libc::waitpid(pid, &mut status, 0);
+    }
+    let _ = std::fs::remove_dir_all(&d);
+    let e = e.expect("a state file was created while another process held the directory lock");
+    assert!(
+        matches!(e, Error::StateFile(StateFileError::Busy { .. })),
+        "{e:?}"
+    );
+    let msg = e.to_string();
+    assert!(
+        msg.contains(&d.display().to_string())
+            && msg.contains(&format!("process {pid} (stopped)"))
+            && msg.contains(&format!("kill -CONT {pid}")),
+        "{msg}"
+    );
+    assert!(
+        waited >= Duration::from_secs(10) && waited < Duration::from_secs(20),
+        "gave up after {waited:?}"
+    );
+}
