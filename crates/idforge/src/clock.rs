@@ -40,12 +40,15 @@ pub trait Clock: Send + Sync {
     }
 
     /// How far (in nanoseconds) the readings stamps were issued from may be ahead of a later
-    /// reading of this clock without the clock having stepped back: the error of the cheapest
-    /// clock that may issue into the same stamp (a renewed calibration reads a little below the
-    /// one before it; a process on the counter shares a state file with one on
-    /// `CLOCK_REALTIME`). The sequencer takes a clock up to this much behind as not stepped
-    /// back: past the lead, a lead to wait out rather than `ClockBehind`; under
-    /// `OnExhausted::Wait`, a reason to wait rather than to continue from the last stamp. The
+    /// *precise* reading of this clock ([`Clock::now_precise_ns`]) without the clock having
+    /// stepped back: the error of the cheapest clock that may issue into the same stamp (a
+    /// renewed calibration reads a little below the one before it; a process on the counter
+    /// shares a state file with one on `CLOCK_REALTIME`). The sequencer takes a clock up to
+    /// this much behind as not stepped back: past the lead, a lead to wait out rather than
+    /// `ClockBehind`; under `OnExhausted::Wait`, a reason to wait rather than to continue from
+    /// the last stamp. It compares only precise readings with this bound: a cheap reading that
+    /// lags by more (a ticker whose thread was not scheduled) is read again precisely before
+    /// any such decision, so a lag need not be declared here. The
     /// system clocks (fast, precise, [`WallClock`], the ticker) declare
     /// [`SystemClock::MAX_ERROR`]; 0, the default, is for a clock that is the only one on its
     /// stamp and never goes back by itself (a manual clock).

@@ -139,7 +139,10 @@ impl Clock for TickerClock {
         SystemClock::fast().now_precise_ns()
     }
 
-    /// The fast clock's: the ticker's values are its readings.
+    /// The error of the precise reading (the calibrated counter), which is what the sequencer
+    /// compares with it. The ticker's own value lags by up to a period plus the thread's wake-up
+    /// delay, which has no bound; the sequencer never takes that lag for a clock that stepped
+    /// back, because it decides every such case on [`Clock::now_precise_ns`].
     fn max_error_ns(&self) -> u64 {
         SystemClock::fast().max_error_ns()
     }

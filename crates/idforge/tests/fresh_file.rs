@@ -192,3 +192,95 @@ fn a_first_open_under_run_ahead_does_not_sleep_the_lead() {
         at - now
     );
 }
+
+/// A cheap reading that stands still (a ticker whose thread is not scheduled) beside a precise
+/// one that moves, as `TickerClock` has them.
+#[derive(Clone)]
+struct StoppedTicker {
+    cheap: u64,
+    precise: ManualClock,
+}
+
+impl Clock for StoppedTicker {
+    fn now_ns(&self) -> u64 {
+        self.cheap
+    }
+    fn now_precise_ns(&self) -> u64 {
+        self.precise.now_ns()
+    }
+    fn max_error_ns(&self) -> u64 {
+        50_000
+    }
+    fn pause(&self, _ns: u64) {
+        std::thread::yield_now();
+    }
+}
+
+/// Issue 18: with a ticker's thread stopped, a process went on issuing from a deleted state
+/// file for seconds (its check keys on clock or stamp time, and the clock stood still). What
+/// holds, and is asserted here: such a process issues only stamps of its stale reading's tick
+/// (anything else is decided on a precise reading, which also makes it check its file), so its
+/// ids stay below the new file's first stamp, and it notices the deletion once its stamps have
+/// moved a check interval's worth (4,096 Snowflake ids) or its clock moves.
+#[test]
+fn a_process_whose_ticker_stopped_issues_below_a_new_file_and_stops_within_a_check_interval() {
+    let d = dir("stopped-ticker");
+    let state = StateOptions::new(d.join("s.state"));
+    let time = ManualClock::new(T0);
+    // The file is created, then the clock moves into the next tick and A's ticker stops there.
+    let creator = Generator::host_wide(
+        &Scheme::Snowflake,
+        Some(4),
+        time.clone(),
+        Policy::DEFAULT,
+        &state,
+    )
+    .unwrap();
+    drop(creator);
+    time.advance(MS + MS / 2);
+    let a = Generator::host_wide(
+        &Scheme::Snowflake,
+        Some(4),
+        StoppedTicker {
+            cheap: time.now_ns(),
+            precise: time.clone(),
+        },
+        Policy::DEFAULT,
+        &state,
+    )
+    .unwrap();
+    let mut issued = HashSet::new();
+    for _ in 0..10 {
+        issued.insert(a.next().unwrap());
+    }
+    std::fs::remove_file(&state.path).unwrap();
+    time.advance(5_000 * MS); // the real time moves on; A's ticker does not
+    let b = Generator::host_wide(
+        &Scheme::Snowflake,
+        Some(4),
+        time.clone(),
+        Policy::DEFAULT,
+        &state,
+    )
+    .unwrap();
+    time.advance(2 * MS);
+    let from_b: Vec<u128> = (0..1_000).map(|_| b.next().unwrap()).collect();
+    let mut after = 0;
+    let stopped = loop {
+        match a.next() {
+            Ok(id) => {
+                after += 1;
+                issued.insert(id);
+                assert!(after <= 4_096, "A went on past a check interval of stamps");
+            }
+            Err(e) => break e,
+        }
+    };
+    let _ = std::fs::remove_dir_all(&d);
+    assert!(
+        matches!(stopped, Error::StateFile(StateFileError::Lost { .. })),
+        "{stopped:?}"
+    );
+    let repeats = from_b.iter().filter(|id| issued.contains(id)).count();
+    assert_eq!(repeats, 0, "{repeats} of B's ids repeat A's");
+}
