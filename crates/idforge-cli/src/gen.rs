@@ -185,6 +185,7 @@ pub fn run(a: GenArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let g = Opened::open(&plan.kind, &opts)?;
+    warn_if_not_signed64(&plan.kind, opts.node);
     let format = g.text_format(plan.format.as_deref())?;
     let written = crate::output::write_ids(&g, plan.count, format, plan.progress);
     if let Some(m) = member {
@@ -192,6 +193,21 @@ pub fn run(a: GenArgs) -> anyhow::Result<ExitCode> {
     }
     written?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Says so on standard error when the node makes ids that do not fit a signed 64-bit integer
+/// (`global-id` from node 512): PostgreSQL `bigint`, Java `long` and MySQL `BIGINT` refuse them.
+fn warn_if_not_signed64(kind: &Kind, node: Option<u64>) {
+    if let (Kind::Layout(scheme), Some(node)) = (kind, node) {
+        if let idforge::Signed64::NodesBelow(limit) = scheme.layout().signed64() {
+            if u128::from(node) >= limit {
+                eprintln!(
+                    "idforge: warning: {} ids of node {node} set bit 63: they do not fit a signed 64-bit integer (PostgreSQL bigint, Java long, MySQL BIGINT); store them unsigned or as text, or use a node below {limit}",
+                    scheme.name()
+                );
+            }
+        }
+    }
 }
 
 fn plan(a: GenArgs) -> anyhow::Result<Plan> {

@@ -17,19 +17,20 @@ pub fn schemes(json: bool) -> anyhow::Result<ExitCode> {
     }
     writeln!(
         out,
-        "{:<14} {:>4}  {:>10} {:>14} {:>9} {:>9}  layout (most significant bit first)",
-        "scheme", "bits", "ids/tick", "ids/s/node", "nodes", "runs out"
+        "{:<14} {:>4}  {:>10} {:>14} {:>9} {:>9} {:>9}  layout (most significant bit first)",
+        "scheme", "bits", "ids/tick", "ids/s/node", "nodes", "runs out", "fits i64"
     )?;
     for f in &all {
         writeln!(
             out,
-            "{:<14} {:>4}  {:>10} {:>14} {:>9} {:>9}  {}",
+            "{:<14} {:>4}  {:>10} {:>14} {:>9} {:>9} {:>9}  {}",
             f.name,
             f.bits,
             f.ids_per_tick,
             format!("{:.0}", f.ids_per_second),
             f.nodes.map_or("-".to_string(), |n| n.to_string()),
             f.end_year,
+            f.signed64.to_string(),
             f.diagram
         )?;
         writeln!(
@@ -41,6 +42,10 @@ pub fn schemes(json: bool) -> anyhow::Result<ExitCode> {
             f.summary
         )?;
     }
+    writeln!(
+        out,
+        "fits i64: whether ids fit a signed 64-bit integer (PostgreSQL bigint, Java long, MySQL BIGINT): yes, only below a node, until a year, or - for 128-bit ids"
+    )?;
     writeln!(
         out,
         "custom         --layout time:41,node:10,counter:12,tick=1ms,epoch=2020-01-01T00:00:00Z (fields from the most significant bit; order=none for a counter above time)"

@@ -109,7 +109,7 @@ fn every_format_round_trips_through_inspect() {
 fn inspect_reads_stdin_and_reports_versions() {
     let gen = idforge(&["gen", "uprotocol-v8", "-n", "3"]);
     let mut child = Command::new(env!("CARGO_BIN_EXE_idforge"))
-        .args(["inspect", "--json", "-"])
+        .args(["inspect", "--json", "--scheme", "uprotocol-v8", "-"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -341,6 +341,82 @@ fn schemes_lists_every_preset_with_its_limits() {
         .find(|s| s["name"] == "locality")
         .unwrap();
     assert_eq!(loc["end_year"], 10889);
+    let fits = |name: &str| {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap()["fits_i64"]
+            .clone()
+    };
+    assert_eq!(fits("global-id"), "node<512");
+    assert_eq!(fits("snowflake"), "yes");
+    assert_eq!(fits("nanots"), "to 2262");
+    assert_eq!(fits("uuid7"), serde_json::Value::Null);
+}
+
+/// `global-id` with node 512 or more sets bit 63: PostgreSQL's `COPY` into a `bigint` column
+/// failed with "out of range" and nothing had said so. `gen` warns; the ids are still written.
+#[test]
+fn gen_warns_when_a_node_makes_ids_that_do_not_fit_a_signed_64_bit_integer() {
+    let o = idforge(&["gen", "global-id", "--node", "512", "-n", "3"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("do not fit a signed 64-bit integer")
+            && stderr(&o).contains("node below 512"),
+        "{}",
+        stderr(&o)
+    );
+    let id: u64 = stdout(&o).lines().next().unwrap().parse().unwrap();
+    assert!(id > i64::MAX as u64);
+    let o = idforge(&["gen", "global-id", "--node", "511", "-n", "3"]);
+    assert!(
+        o.status.success() && stderr(&o).is_empty(),
+        "{}",
+        stderr(&o)
+    );
+    let o = idforge(&["schemes"]);
+    let line = stdout(&o)
+        .lines()
+        .find(|l| l.starts_with("global-id "))
+        .unwrap()
+        .to_string();
+    assert!(line.contains("node<512"), "{line}");
+}
+
+/// RFC 9562's example of a version 8 UUID (appendix B.1) was read as uprotocol-v8, with a time
+/// in the year 3243 and `unix_ns` wrapped modulo 2^64. A version 8 UUID does not say which
+/// layout wrote it: without `--scheme`, its raw fields and no time.
+#[test]
+fn inspect_shows_a_version_8_uuid_as_its_raw_fields() {
+    let rfc = "2489e9ad-2ee2-8e00-8ec9-32d5f69181c0";
+    let o = idforge(&["inspect", "--json", rfc]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["scheme"], "uuid-v8");
+    assert_eq!(v["custom_a"], "2489e9ad2ee2");
+    assert_eq!(v["custom_b"], "e00");
+    assert_eq!(v["custom_c"], "0ec932d5f69181c0");
+    assert!(v.get("time").is_none() && v.get("unix_ns").is_none(), "{v}");
+    assert!(
+        v["hint"]
+            .as_str()
+            .unwrap()
+            .contains("--scheme uprotocol-v8"),
+        "{v}"
+    );
+    let line = stdout(&idforge(&["inspect", rfc]));
+    assert!(!line.contains("time="), "{line}");
+    // Named, it is read as the scheme; a time past 64 bits of nanoseconds is never wrapped.
+    let o = idforge(&["inspect", "--json", "--scheme", "uprotocol-v8", rfc]);
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["scheme"], "uprotocol-v8");
+    assert!(v["time"].as_str().unwrap().starts_with("3243-"), "{v}");
+    assert!(v["unix_ns"].is_string(), "{v}");
+    assert!(
+        v["unix_ns"].as_str().unwrap().parse::<u128>().unwrap() > u128::from(u64::MAX),
+        "{v}"
+    );
 }
 
 #[test]

@@ -36,6 +36,10 @@ pub fn schemes() -> Value {
                 "epoch": f.epoch,
                 "layout": f.diagram,
                 "summary": f.summary,
+                "fits_i64": match f.signed64 {
+                    idforge::Signed64::Wider => Value::Null,
+                    s => Value::String(s.to_string()),
+                },
             })
         })
         .collect();

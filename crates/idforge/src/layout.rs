@@ -98,6 +98,33 @@ impl Field {
     }
 }
 
+/// Whether a layout's ids fit a signed 64-bit integer ([`Layout::signed64`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signed64 {
+    /// Bit 63 is never set.
+    Always,
+    /// Only for node ids below this (the node field holds bit 63).
+    NodesBelow(u128),
+    /// Until this year (the time field holds bit 63).
+    Until(i32),
+    /// Some ids set bit 63 (a counter or random bits there, or a fixed 1).
+    Never,
+    /// The ids are wider than 64 bits.
+    Wider,
+}
+
+impl std::fmt::Display for Signed64 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Signed64::Always => f.write_str("yes"),
+            Signed64::NodesBelow(n) => write!(f, "node<{n}"),
+            Signed64::Until(y) => write!(f, "to {y}"),
+            Signed64::Never => f.write_str("no"),
+            Signed64::Wider => f.write_str("-"),
+        }
+    }
+}
+
 /// A complete id layout. Build one with [`Layout::builder`] or parse a spec with
 /// [`Layout::parse_spec`]; the schemes' presets are in [`crate::schemes`].
 ///
@@ -403,6 +430,57 @@ impl Layout {
         };
         let floor = if c.width() > 0 { lowest(c) } else { lowest(t) };
         below_time_counter && (r.width() == 0 || highest(r) < floor)
+    }
+
+    /// Whether the layout's ids fit a signed 64-bit integer (PostgreSQL `bigint`, Java `long`,
+    /// MySQL `BIGINT`), that is whether bit 63 stays clear, and on what.
+    ///
+    /// ```
+    /// use idforge::layout::Signed64;
+    /// use idforge::Scheme;
+    /// assert_eq!(Scheme::Snowflake.layout().signed64(), Signed64::Always);
+    /// // GlobalId's node is in the top 10 bits: node 512 and above set bit 63.
+    /// assert_eq!(Scheme::GlobalId.layout().signed64(), Signed64::NodesBelow(512));
+    /// assert_eq!(Scheme::Uuid7.layout().signed64(), Signed64::Wider);
+    /// ```
+    pub fn signed64(&self) -> Signed64 {
+        if self.bits > 64 {
+            return Signed64::Wider;
+        }
+        const BIT: u32 = 63;
+        if (self.fixed_mask >> BIT) & 1 == 1 {
+            return if (self.fixed_value >> BIT) & 1 == 1 {
+                Signed64::Never
+            } else {
+                Signed64::Always
+            };
+        }
+        // The bit of the field's value that lands on bit 63, if the field covers it.
+        let value_bit = |f: &Field| {
+            let covers = |g: Segment| g.width > 0 && g.shift <= BIT && BIT < g.shift + g.width;
+            if covers(f.hi) {
+                Some(BIT - f.hi.shift + f.lo.width)
+            } else if covers(f.lo) {
+                Some(BIT - f.lo.shift)
+            } else {
+                None
+            }
+        };
+        if let Some(b) = value_bit(&self.node) {
+            return Signed64::NodesBelow(1u128 << b);
+        }
+        if let Some(b) = value_bit(&self.time) {
+            let year = year_of_unix_ns(self.unix_ns_of(1u128 << b));
+            return if year > self.end_year() {
+                Signed64::Always
+            } else {
+                Signed64::Until(year)
+            };
+        }
+        if value_bit(&self.counter).is_some() || value_bit(&self.random).is_some() {
+            return Signed64::Never;
+        }
+        Signed64::Always
     }
 
     /// Parses a layout spec: fields from the most significant bit down as `name:width`

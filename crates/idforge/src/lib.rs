@@ -56,7 +56,7 @@ pub use error::{Error, StateFileError};
 pub use generator::{Batch, Blocks, Generator, RandomSource, SchemeSpec};
 pub use ids::{Id128, Id64, IdFamily, NanoTs, TypedId, UuidId};
 pub use inspect::{inspect, Decoded};
-pub use layout::{Field, Layout, LayoutBuilder, Parts, Segment};
+pub use layout::{Field, Layout, LayoutBuilder, Parts, Segment, Signed64};
 pub use schemes::uuid7::uuid7;
 pub use schemes::Scheme;
 pub use sequencer::{

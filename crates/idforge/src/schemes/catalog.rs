@@ -4,7 +4,7 @@
 //! later the service and the fleet) resolve names here instead of comparing strings.
 
 use crate::error::Error;
-use crate::layout::Layout;
+use crate::layout::{Layout, Signed64};
 use crate::schemes::{nanots, Scheme};
 use crate::time::{format_unix_ns, year_of_unix_ns};
 
@@ -166,6 +166,8 @@ pub struct Facts {
     pub diagram: String,
     /// One line about the scheme.
     pub summary: String,
+    /// Whether its ids fit a signed 64-bit integer (PostgreSQL `bigint`, Java `long`).
+    pub signed64: Signed64,
 }
 
 impl Facts {
@@ -181,6 +183,7 @@ impl Facts {
             epoch: format_unix_ns(i128::from(l.epoch_ns), 3),
             diagram: l.diagram(),
             summary: summary.into(),
+            signed64: l.signed64(),
         }
     }
 }
@@ -226,6 +229,8 @@ pub fn facts() -> Vec<Facts> {
             epoch: format_unix_ns(0, 3),
             diagram: format!("unix_ns with the lowest {digits} decimal digits replaced by the host id"),
             summary: "Chronicle DistributedUniqueTimeProvider: the host id in the lowest decimal digits; format `time` prints 2021-12-28T14:07:02.954100128".into(),
+            // Unix nanoseconds in a u64: past i64::MAX in April 2262.
+            signed64: Signed64::Until(year_of_unix_ns(i64::MAX as u128)),
         });
     }
     #[cfg(feature = "locality")]
@@ -240,6 +245,7 @@ pub fn facts() -> Vec<Facts> {
         epoch: format_unix_ns(0, 3),
         diagram: "counter(32) | pid(16) | ver=b | mac(28) | time(48)".into(),
         summary: "Groupon Locality UUID (version b): variable mode spreads ids over shards, sequential mode clusters them; set the pid and MAC in containers".into(),
+        signed64: Signed64::Wider,
     });
     out
 }
@@ -313,6 +319,13 @@ mod tests {
         assert_eq!(by("nanots").nodes, None);
         assert_eq!(by("nanots-host").ids_per_second, 1e7);
         assert_eq!(by("nanots-host/3").end_year, 2540);
+        // What fits a signed 64-bit integer (PostgreSQL bigint, Java long).
+        assert_eq!(by("snowflake").signed64, Signed64::Always);
+        assert_eq!(by("sonyflake").signed64, Signed64::Always);
+        assert_eq!(by("global-id").signed64, Signed64::NodesBelow(512));
+        assert_eq!(by("nanots").signed64, Signed64::Until(2262));
+        assert_eq!(by("nanots-host").signed64, Signed64::Until(2262));
+        assert_eq!(by("uuid7").signed64, Signed64::Wider);
         #[cfg(feature = "locality")]
         assert_eq!(by("locality").end_year, 10889);
     }
