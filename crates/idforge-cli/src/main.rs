@@ -53,6 +53,8 @@ enum Command {
         /// etcd client URLs, comma-separated (falls back to IDFORGE_ETCD).
         #[arg(long, env = "IDFORGE_ETCD", value_name = "ENDPOINTS")]
         etcd: String,
+        #[command(flatten)]
+        access: fleet::EtcdAccess,
         /// The namespace (as `gen --namespace`; default the scheme's name, e.g. snowflake).
         #[arg(long)]
         namespace: String,
@@ -118,7 +120,11 @@ fn main() -> ExitCode {
         Command::Gen(a) => gen::run(*a),
         Command::Inspect(a) => inspect::run(a),
         Command::Schemes { json } => schemes::schemes(json),
-        Command::Fleet { etcd, namespace } => fleet::status(&etcd, &namespace),
+        Command::Fleet {
+            etcd,
+            access,
+            namespace,
+        } => fleet::status(&etcd, access, &namespace),
         Command::Bench(a) => bench::run(a),
         Command::Completions { shell } => {
             clap_complete::generate(

@@ -112,6 +112,16 @@ impl EtcdOptions {
         self.endpoints.join(",")
     }
 
+    /// A warning these settings deserve, if any: a password sent over plain `http://`.
+    pub fn warning(&self) -> Option<String> {
+        (self.password.is_some() && !self.tls()).then(|| {
+            format!(
+                "the etcd password goes unencrypted over http:// to {}: use https:// endpoints",
+                self.endpoint_list()
+            )
+        })
+    }
+
     /// Checks that the settings go together (no file is read).
     ///
     /// # Errors
@@ -183,6 +193,21 @@ pub enum Failure {
     Auth,
     /// The user is known but its roles do not allow reading and writing the key prefix.
     Permission,
+}
+
+impl Failure {
+    /// The settings to check for this failure, as the command line, its environment variables
+    /// and `idforge serve`'s config file name them.
+    pub fn settings(self) -> &'static str {
+        match self {
+            Failure::Settings => "the --etcd-* flags or their IDFORGE_ETCD_* variables",
+            Failure::Unreachable => "--etcd or IDFORGE_ETCD",
+            Failure::Tls => "--etcd-cacert or IDFORGE_ETCD_CACERT, and https:// in --etcd",
+            Failure::ClientCertificate => "--etcd-cert and --etcd-key, or IDFORGE_ETCD_CERT and IDFORGE_ETCD_KEY",
+            Failure::Auth => "--etcd-user and --etcd-password-file, or IDFORGE_ETCD_USER and IDFORGE_ETCD_PASSWORD",
+            Failure::Permission => "the user's role in etcd: docs/FLEET.md shows the least-privilege role",
+        }
+    }
 }
 
 /// Connecting to etcd failed; the message says which endpoint, what failed and what to check.
