@@ -74,7 +74,7 @@ enum Command {
     /// Serve ids over HTTP (see docs/SERVICE.md): GET /v1/ids/SCHEME?count=N, /v1/inspect/ID,
     /// /v1/schemes, /healthz, /readyz, /metrics, /openapi.json.
     #[command(after_help = idforge_serve::ENVIRONMENT)]
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Internal: one fork round of `torture`.
     #[command(hide = true)]
     TortureFork {
@@ -139,7 +139,7 @@ fn main() -> ExitCode {
             .render(&mut std::io::stdout())
             .map(|()| ExitCode::SUCCESS)
             .map_err(Into::into),
-        Command::Serve(a) => serve::run(a),
+        Command::Serve(a) => serve::run(*a),
         Command::Torture(a) => torture::run(a),
         Command::TortureFork { count, out, scheme } => torture::fork_child(&out, count, scheme),
     };

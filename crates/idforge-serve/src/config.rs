@@ -500,4 +500,56 @@ mod tests {
         assert_eq!(f.lease_ttl, Duration::from_secs(4));
         assert!(Config::default().fleet.is_none());
     }
+
+    #[test]
+    fn etcd_tls_and_user_from_the_file_and_the_environment_with_the_password_hidden() {
+        let dir = std::env::temp_dir().join(format!("idforge-serve-pw-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let pw_file = dir.join("pw");
+        std::fs::write(&pw_file, "from-the-file\n").unwrap();
+        let file = Settings::from_toml(&format!(
+            "etcd = \"https://a:2379\"\netcd_cacert = \"/ca.pem\"\netcd_cert = \"/c.pem\"\netcd_key = \"/c.key\"\netcd_user = \"idforge\"\netcd_password_file = {pw_file:?}\n"
+        ))
+        .unwrap();
+        let c = file.clone().finish().unwrap();
+        let e = &c.fleet.as_ref().unwrap().etcd;
+        assert_eq!(e.ca_cert.as_deref(), Some(Path::new("/ca.pem")));
+        assert_eq!(e.client_key.as_deref(), Some(Path::new("/c.key")));
+        assert_eq!(e.user.as_deref(), Some("idforge"));
+        assert_eq!(e.password.as_ref().unwrap().expose(), "from-the-file");
+        assert!(!format!("{c:?}").contains("from-the-file"), "{c:?}");
+        // The environment's password is over the file's password file.
+        let env = Settings::from_vars(|k| {
+            (k == "IDFORGE_ETCD_PASSWORD").then(|| "from-the-env".to_string())
+        })
+        .unwrap();
+        assert!(!format!("{env:?}").contains("from-the-env"));
+        let c = env.or(file.clone()).finish().unwrap();
+        let e = &c.fleet.as_ref().unwrap().etcd;
+        assert_eq!(e.password.as_ref().unwrap().expose(), "from-the-env");
+        // A flag's password file is over the environment's password.
+        let flags = Settings {
+            etcd_password_file: Some(pw_file.clone()),
+            ..Settings::default()
+        };
+        let env = Settings::from_vars(|k| (k == "IDFORGE_ETCD_PASSWORD").then(|| "x".into()));
+        let c = flags.or(env.unwrap()).or(file).finish().unwrap();
+        let e = c.fleet.unwrap().etcd;
+        assert_eq!(e.password.unwrap().expose(), "from-the-file");
+        // Never the password itself in the file.
+        let e = Settings::from_toml("etcd_password = \"x\"").unwrap_err();
+        assert!(format!("{e:#}").contains("unknown field"), "{e:#}");
+        // https without a CA, and TLS settings without --etcd.
+        let e = Settings::from_toml("etcd = \"https://a:2379\"")
+            .unwrap()
+            .finish()
+            .unwrap_err();
+        assert!(e.to_string().contains("need the CA certificate"), "{e}");
+        let e = Settings::from_toml("etcd_user = \"idforge\"")
+            .unwrap()
+            .finish()
+            .unwrap_err();
+        assert!(e.to_string().contains("go with --etcd"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
