@@ -1,24 +1,114 @@
 //! `--etcd`: the node id leased from etcd through `idforge-fleet`, and `idforge fleet status`.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
+use clap::Args;
 use idforge::schemes::catalog::Kind;
 use idforge::schemes::open::OpenOptions;
+use idforge_fleet::{ConnectError, EtcdOptions, Password};
 
 use crate::usage;
+
+/// How to reach etcd securely: TLS and a user (for `gen`, `fleet` and `serve`). Each flag falls
+/// back to its IDFORGE_ETCD_* variable; the password comes from a file or IDFORGE_ETCD_PASSWORD,
+/// never from the command line, and is never printed.
+#[derive(Args, Debug, Clone, Default)]
+pub struct EtcdAccess {
+    /// With --etcd: PEM file of the CA certificate that signed etcd's server certificate; needed
+    /// for https:// endpoints (falls back to IDFORGE_ETCD_CACERT).
+    #[arg(long, value_name = "FILE")]
+    pub etcd_cacert: Option<PathBuf>,
+    /// With --etcd: PEM file of this client's certificate, for an etcd started with
+    /// --client-cert-auth; with --etcd-key (falls back to IDFORGE_ETCD_CERT).
+    #[arg(long, value_name = "FILE")]
+    pub etcd_cert: Option<PathBuf>,
+    /// With --etcd: PEM file of the client certificate's private key (falls back to
+    /// IDFORGE_ETCD_KEY).
+    #[arg(long, value_name = "FILE")]
+    pub etcd_key: Option<PathBuf>,
+    /// With --etcd: the etcd user, when etcd's authentication is enabled (falls back to
+    /// IDFORGE_ETCD_USER). The name only: the password comes from --etcd-password-file or
+    /// IDFORGE_ETCD_PASSWORD.
+    #[arg(long, value_name = "NAME")]
+    pub etcd_user: Option<String>,
+    /// With --etcd: a file holding the etcd user's password (falls back to
+    /// IDFORGE_ETCD_PASSWORD, the password itself, then IDFORGE_ETCD_PASSWORD_FILE).
+    #[arg(long, value_name = "FILE")]
+    pub etcd_password_file: Option<PathBuf>,
+}
+
+fn env_var(var: &str) -> Option<String> {
+    std::env::var(var).ok().filter(|v| !v.trim().is_empty())
+}
+
+impl EtcdAccess {
+    /// Whether a flag of these is given.
+    fn any_flag(&self) -> bool {
+        self.etcd_cacert.is_some()
+            || self.etcd_cert.is_some()
+            || self.etcd_key.is_some()
+            || self.etcd_user.is_some()
+            || self.etcd_password_file.is_some()
+    }
+
+    /// The options for `endpoints`: flags, else the environment; the password file is read
+    /// here. Settings that do not go together are a usage error (exit 2).
+    pub fn options(self, endpoints: Vec<String>) -> anyhow::Result<EtcdOptions> {
+        let path =
+            |flag: Option<PathBuf>, var: &str| flag.or_else(|| env_var(var).map(PathBuf::from));
+        let password = match (
+            self.etcd_password_file,
+            env_var("IDFORGE_ETCD_PASSWORD"),
+            env_var("IDFORGE_ETCD_PASSWORD_FILE"),
+        ) {
+            (Some(f), _, _) => Some(Password::from_file(&f).map_err(settings)?),
+            (None, Some(p), _) => Some(Password::new(p)),
+            (None, None, Some(f)) => Some(Password::from_file(f.as_ref()).map_err(settings)?),
+            (None, None, None) => None,
+        };
+        let o = EtcdOptions {
+            endpoints,
+            ca_cert: path(self.etcd_cacert, "IDFORGE_ETCD_CACERT"),
+            client_cert: path(self.etcd_cert, "IDFORGE_ETCD_CERT"),
+            client_key: path(self.etcd_key, "IDFORGE_ETCD_KEY"),
+            user: self.etcd_user.or_else(|| env_var("IDFORGE_ETCD_USER")),
+            password,
+        };
+        o.check().map_err(settings)?;
+        Ok(o)
+    }
+}
+
+/// A settings error as a usage error (exit 2), with the flags to look at.
+fn settings(e: ConnectError) -> anyhow::Error {
+    anyhow::Error::new(crate::failure::Usage(format!(
+        "{e} ({})",
+        e.failure.settings()
+    )))
+}
 
 /// Where to lease the node id.
 #[derive(Debug, Clone)]
 #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
 pub struct FleetPlan {
-    endpoints: Vec<String>,
+    etcd: EtcdOptions,
     namespace: String,
     ttl: Duration,
+}
+
+/// The endpoints of `--etcd` (comma separated).
+fn split_endpoints(eps: &str) -> Vec<String> {
+    eps.split(',')
+        .map(|e| e.trim().to_string())
+        .filter(|e| !e.is_empty())
+        .collect()
 }
 
 /// The plan for `--etcd` (or IDFORGE_ETCD), checked against the scheme.
 pub fn plan(
     flag: Option<String>,
+    access: EtcdAccess,
     namespace: Option<String>,
     ttl: Option<u64>,
     kind: &Kind,
@@ -29,8 +119,8 @@ pub fn plan(
         .ok()
         .filter(|v| !v.trim().is_empty());
     let Some(eps) = flag.or(if node_given { None } else { from_env }) else {
-        if namespace.is_some() || ttl.is_some() {
-            usage!("--namespace and --lease-ttl go with --etcd");
+        if namespace.is_some() || ttl.is_some() || access.any_flag() {
+            usage!("--namespace, --lease-ttl and the --etcd-* flags go with --etcd");
         }
         return Ok(None);
     };
@@ -45,14 +135,11 @@ pub fn plan(
             "--etcd leases the node id: leave out --node and --host (and IDFORGE_NODE, IDFORGE_HOST, --node-from-hostname)"
         );
     }
-    let endpoints: Vec<String> = eps
-        .split(',')
-        .map(|e| e.trim().to_string())
-        .filter(|e| !e.is_empty())
-        .collect();
+    let endpoints = split_endpoints(&eps);
     if endpoints.is_empty() {
-        usage!("--etcd needs at least one endpoint, e.g. http://127.0.0.1:2379");
+        usage!("--etcd needs at least one endpoint, e.g. https://10.0.0.5:2379");
     }
+    let etcd = access.options(endpoints)?;
     // The namespace is also bound to its layout in etcd, which refuses a mix.
     let namespace =
         match namespace.or_else(|| idforge_fleet::node::default_namespace(kind, host_digits)) {
@@ -69,7 +156,7 @@ pub fn plan(
         usage!("--lease-ttl must be at least 2 seconds");
     }
     Ok(Some(FleetPlan {
-        endpoints,
+        etcd,
         namespace,
         ttl,
     }))
@@ -85,11 +172,21 @@ mod with_etcd {
     use idforge_fleet::{FleetOptions, Member};
     use std::sync::Arc;
 
+    /// Connects as `o` says; a failure is a fleet error (exit 6) naming the flags to check.
+    fn connect(o: &EtcdOptions) -> anyhow::Result<EtcdStore> {
+        if let Some(w) = o.warning() {
+            eprintln!("idforge: warning: {w}");
+        }
+        EtcdStore::connect_with(o).map_err(|e| match e.failure {
+            // A file that cannot be read or holds no PEM: a usage error (exit 2).
+            idforge_fleet::Failure::Settings => settings(e),
+            _ => crate::failure::Fleet(format!("{e} ({})", e.failure.settings())).into(),
+        })
+    }
+
     /// Joins the fleet and points `opts` at the leased node id and cell.
     pub fn join(p: &FleetPlan, kind: &Kind, opts: &mut OpenOptions) -> anyhow::Result<Member> {
-        let store = EtcdStore::connect(&p.endpoints).map_err(|e| {
-            crate::failure::Fleet(format!("etcd at {}: {e}", p.endpoints.join(",")))
-        })?;
+        let store = connect(&p.etcd)?;
         let tb = kind
             .timebase(opts)?
             .expect("checked by plan: a node-based scheme");
@@ -123,10 +220,12 @@ mod with_etcd {
     }
 
     /// `idforge fleet status`: who holds which node id, and every node id's mark.
-    pub fn status(endpoints: &str, namespace: &str) -> anyhow::Result<std::process::ExitCode> {
-        let eps: Vec<String> = endpoints.split(',').map(|e| e.trim().to_string()).collect();
-        let store = EtcdStore::connect(&eps)
-            .map_err(|e| crate::failure::Fleet(format!("etcd at {endpoints}: {e}")))?;
+    pub fn status(
+        endpoints: &str,
+        access: EtcdAccess,
+        namespace: &str,
+    ) -> anyhow::Result<std::process::ExitCode> {
+        let store = connect(&access.options(split_endpoints(endpoints))?)?;
         let scan = idforge_fleet::Store::scan(&store, namespace)?;
         println!(
             "namespace {namespace:?}: {} node ids held, {} used",
@@ -171,7 +270,7 @@ mod without_etcd {
         Ok(())
     }
 
-    pub fn status(_: &str, _: &str) -> anyhow::Result<std::process::ExitCode> {
+    pub fn status(_: &str, _: EtcdAccess, _: &str) -> anyhow::Result<std::process::ExitCode> {
         usage!("{NO_ETCD}")
     }
 }

@@ -100,11 +100,13 @@ pub struct GenArgs {
     #[arg(long)]
     progress: bool,
     /// Lease the node id (or nanots-host host id) from etcd instead of --node: ENDPOINTS is a
-    /// comma-separated list of client URLs (falls back to IDFORGE_ETCD). The process holds the id
+    /// comma-separated list of client URLs, https:// with TLS (falls back to IDFORGE_ETCD). The process holds the id
     /// under a lease while it runs, reserves time ahead in etcd, and gives the id back at the end
     /// (docs/FLEET.md). Needs a build with the `etcd` feature.
     #[arg(long, value_name = "ENDPOINTS")]
     etcd: Option<String>,
+    #[command(flatten)]
+    etcd_access: crate::fleet::EtcdAccess,
     /// With --etcd: the id space's name (default: the scheme's name). Every process generating
     /// ids that must not collide uses the same namespace; two namespaces are two id spaces.
     #[arg(long, value_name = "NAME")]
@@ -276,6 +278,7 @@ fn plan(a: GenArgs) -> anyhow::Result<Plan> {
     }
     let fleet = crate::fleet::plan(
         a.etcd.clone(),
+        a.etcd_access.clone(),
         a.namespace.clone(),
         a.lease_ttl,
         &kind,

@@ -53,6 +53,8 @@ enum Command {
         /// etcd client URLs, comma-separated (falls back to IDFORGE_ETCD).
         #[arg(long, env = "IDFORGE_ETCD", value_name = "ENDPOINTS")]
         etcd: String,
+        #[command(flatten)]
+        access: fleet::EtcdAccess,
         /// The namespace (as `gen --namespace`; default the scheme's name, e.g. snowflake).
         #[arg(long)]
         namespace: String,
@@ -72,7 +74,7 @@ enum Command {
     /// Serve ids over HTTP (see docs/SERVICE.md): GET /v1/ids/SCHEME?count=N, /v1/inspect/ID,
     /// /v1/schemes, /healthz, /readyz, /metrics, /openapi.json.
     #[command(after_help = idforge_serve::ENVIRONMENT)]
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Internal: one fork round of `torture`.
     #[command(hide = true)]
     TortureFork {
@@ -118,7 +120,11 @@ fn main() -> ExitCode {
         Command::Gen(a) => gen::run(*a),
         Command::Inspect(a) => inspect::run(a),
         Command::Schemes { json } => schemes::schemes(json),
-        Command::Fleet { etcd, namespace } => fleet::status(&etcd, &namespace),
+        Command::Fleet {
+            etcd,
+            access,
+            namespace,
+        } => fleet::status(&etcd, access, &namespace),
         Command::Bench(a) => bench::run(a),
         Command::Completions { shell } => {
             clap_complete::generate(
@@ -133,7 +139,7 @@ fn main() -> ExitCode {
             .render(&mut std::io::stdout())
             .map(|()| ExitCode::SUCCESS)
             .map_err(Into::into),
-        Command::Serve(a) => serve::run(a),
+        Command::Serve(a) => serve::run(*a),
         Command::Torture(a) => torture::run(a),
         Command::TortureFork { count, out, scheme } => torture::fork_child(&out, count, scheme),
     };

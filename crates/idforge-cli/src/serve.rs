@@ -12,8 +12,9 @@ use idforge_serve::Settings;
 #[derive(Args, Debug)]
 pub struct ServeArgs {
     /// A TOML file of settings (keys: listen, schemes, node, host, layout, in_process,
-    /// max_count, timeout_ms, tokens_file, etcd, namespace_prefix, lease_ttl, clock), below flags and
-    /// environment variables.
+    /// max_count, timeout_ms, tokens_file, etcd, etcd_cacert, etcd_cert, etcd_key, etcd_user,
+    /// etcd_password_file, namespace_prefix, lease_ttl, clock), below flags and environment
+    /// variables.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Address to listen on [default: 127.0.0.1:7470]. Beyond loopback, set bearer tokens.
@@ -49,12 +50,15 @@ pub struct ServeArgs {
     tokens_file: Option<PathBuf>,
     /// Lease the node id of every scheme with one (global-id, global-id-128, snowflake,
     /// sonyflake, nanots-host, custom with a node field) from etcd instead of --node and --host:
-    /// ENDPOINTS is a comma-separated list such as http://10.0.0.1:2379. Each scheme holds its own
+    /// ENDPOINTS is a comma-separated list such as https://10.0.0.1:2379 (TLS with
+    /// --etcd-cacert). Each scheme holds its own
     /// node id in the namespace PREFIX + scheme name, under a lease, with time reserved ahead;
     /// /readyz answers 503 while one is not held (docs/FLEET.md). Needs a build with the `etcd`
     /// feature.
     #[arg(long, value_name = "ENDPOINTS")]
     etcd: Option<String>,
+    #[command(flatten)]
+    etcd_access: crate::fleet::EtcdAccess,
     /// With --etcd: the prefix of each scheme's namespace [default: none, so snowflake's
     /// namespace is `snowflake`, shared with `idforge gen snowflake --etcd`].
     #[arg(long, value_name = "PREFIX")]
@@ -84,6 +88,12 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         tokens_file: a.tokens_file,
         tokens: None,
         etcd: a.etcd,
+        etcd_cacert: a.etcd_access.etcd_cacert,
+        etcd_cert: a.etcd_access.etcd_cert,
+        etcd_key: a.etcd_access.etcd_key,
+        etcd_user: a.etcd_access.etcd_user,
+        etcd_password_file: a.etcd_access.etcd_password_file,
+        etcd_password: None,
         namespace_prefix: a.namespace_prefix,
         lease_ttl: a.lease_ttl,
         clock: a.clock.map(|c| {

@@ -1,9 +1,11 @@
 //! `idforge gen --etcd` and `idforge fleet` against a real etcd (feature `etcd`; run through
 //! scripts/etcd test).
 
+use std::ffi::OsString;
+use std::path::Path;
 use std::process::Command;
 
-use idforge_fleet::local::LocalCluster;
+use idforge_fleet::local::{LocalCluster, Security, PASSWORD};
 
 fn idforge() -> Command {
     Command::new(env!("CARGO_BIN_EXE_idforge"))
@@ -139,4 +141,159 @@ fn nanots_host_with_two_and_three_digits_lease_in_separate_namespaces() {
     let o = run("3");
     assert_eq!(o.status.code(), Some(6));
     assert!(String::from_utf8_lossy(&o.stderr).contains("namespace per layout"));
+}
+
+/// `--etcd-user idforge --etcd-password-file PW`.
+fn user(pw: &Path) -> Vec<OsString> {
+    vec![
+        "--etcd-user".into(),
+        "idforge".into(),
+        "--etcd-password-file".into(),
+        pw.into(),
+    ]
+}
+
+/// `--etcd-cacert CA` and the cluster's client certificate and key.
+fn certs(c: &LocalCluster, ca: &Path) -> Vec<OsString> {
+    vec![
+        "--etcd-cacert".into(),
+        ca.into(),
+        "--etcd-cert".into(),
+        c.client_cert().into(),
+        "--etcd-key".into(),
+        c.client_key().into(),
+    ]
+}
+
+fn secure() -> LocalCluster {
+    LocalCluster::start_with(
+        1,
+        Security {
+            tls: true,
+            auth: true,
+        },
+    )
+}
+
+/// `gen snowflake --etcd` over TLS as user idforge, with `args` added; the environment's
+/// IDFORGE_ETCD_* variables cleared.
+fn gen_secure(c: &LocalCluster, args: &[OsString]) -> std::process::Output {
+    let mut cmd = idforge();
+    for v in [
+        "IDFORGE_ETCD",
+        "IDFORGE_ETCD_CACERT",
+        "IDFORGE_ETCD_CERT",
+        "IDFORGE_ETCD_KEY",
+        "IDFORGE_ETCD_USER",
+        "IDFORGE_ETCD_PASSWORD",
+        "IDFORGE_ETCD_PASSWORD_FILE",
+    ] {
+        cmd.env_remove(v);
+    }
+    cmd.args([
+        "gen",
+        "snowflake",
+        "-n",
+        "1000",
+        "--etcd",
+        &c.endpoints()[0],
+    ])
+    .args(args)
+    .output()
+    .unwrap()
+}
+
+#[test]
+fn gen_over_tls_with_a_user_and_a_password_file_then_fleet_status_from_the_environment() {
+    let c = secure();
+    let o = gen_secure(
+        &c,
+        &[certs(&c, &c.ca_cert()), user(&c.password_file())].concat(),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("leased from etcd namespace"), "{err}");
+    assert!(!err.contains(PASSWORD) && !err.contains("warning"), "{err}");
+    let ids: std::collections::HashSet<_> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(ids.len(), 1000);
+    // The same settings from the environment, the password itself in IDFORGE_ETCD_PASSWORD.
+    let o = idforge()
+        .args(["fleet", "--namespace", "snowflake"])
+        .env("IDFORGE_ETCD", &c.endpoints()[0])
+        .env("IDFORGE_ETCD_CACERT", c.ca_cert())
+        .env("IDFORGE_ETCD_CERT", c.client_cert())
+        .env("IDFORGE_ETCD_KEY", c.client_key())
+        .env("IDFORGE_ETCD_USER", "idforge")
+        .env("IDFORGE_ETCD_PASSWORD", PASSWORD)
+        .env_remove("IDFORGE_ETCD_PASSWORD_FILE")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(text.contains("0 node ids held, 1 used"), "{text}");
+}
+
+#[test]
+fn a_wrong_password_an_untrusted_certificate_and_no_client_certificate_exit_6_with_what_to_check() {
+    let c = secure();
+    let ep = c.endpoints()[0].clone();
+    let dir = c.dir().to_path_buf();
+    let wrong = dir.join("wrong.password");
+    std::fs::write(&wrong, "not-the-password\n").unwrap();
+    let ca = c.ca_cert();
+    let other = c.other_ca_cert();
+    let cases: Vec<(&str, Vec<OsString>, &[&str])> = vec![
+        (
+            "wrong password",
+            [certs(&c, &ca), user(&wrong)].concat(),
+            &[
+                "refused user \"idforge\": wrong user name or password",
+                "--etcd-user and --etcd-password-file",
+            ],
+        ),
+        (
+            "untrusted server certificate",
+            [certs(&c, &other), user(&c.password_file())].concat(),
+            &[
+                "the server's certificate is not signed by the CA certificate",
+                "other-ca.pem",
+                "--etcd-cacert",
+            ],
+        ),
+        (
+            "no client certificate",
+            [
+                vec!["--etcd-cacert".into(), ca.clone().into()],
+                user(&c.password_file()),
+            ]
+            .concat(),
+            &[
+                "requires a client certificate",
+                "--etcd-cert and --etcd-key",
+            ],
+        ),
+    ];
+    for (what, args, says) in cases {
+        let start = std::time::Instant::now();
+        let o = gen_secure(&c, &args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        eprintln!("{what} ({:?}): {err}", start.elapsed());
+        assert_eq!(o.status.code(), Some(6), "{what}: {err}");
+        assert!(err.contains(&ep), "{what}: {err}");
+        for s in says {
+            assert!(err.contains(s), "{what}: no {s:?} in {err}");
+        }
+        assert!(
+            !err.contains("not-the-password") && !err.contains(PASSWORD),
+            "{err}"
+        );
+        assert!(o.stdout.is_empty(), "{what}");
+    }
 }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use common::{cmd, spawn, Proc, TempDir};
 use http::get;
-use idforge_fleet::local::LocalCluster;
+use idforge_fleet::local::{LocalCluster, Security, PASSWORD};
 
 fn serve(state: &Path, etcd: &str) -> Proc {
     let mut c = cmd(state);
@@ -158,4 +158,63 @@ fn serve_etcd_is_refused_with_node_and_names_a_bad_endpoint() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("leave out --node"), "{err}");
+}
+
+#[test]
+fn serve_over_tls_as_the_least_privilege_user_from_the_config_file_and_the_environment() {
+    let cluster = LocalCluster::start_with(
+        1,
+        Security {
+            tls: true,
+            auth: true,
+        },
+    );
+    let d = TempDir::new("tls");
+    let config = d.0.join("serve.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "etcd = \"{}\"\netcd_cacert = {:?}\netcd_cert = {:?}\netcd_key = {:?}\netcd_user = \"idforge\"\nlease_ttl = 2\n",
+            cluster.endpoints()[0],
+            cluster.ca_cert(),
+            cluster.client_cert(),
+            cluster.client_key(),
+        ),
+    )
+    .unwrap();
+    let mut c = cmd(&d.0);
+    c.args(["--listen", "127.0.0.1:0", "--schemes", "snowflake"])
+        .arg("--config")
+        .arg(&config)
+        .env("IDFORGE_ETCD_PASSWORD", PASSWORD);
+    let p = spawn(c);
+    assert_eq!(get(p.addr, "/readyz", &[]).status, 200);
+    assert_eq!(gauge(p.addr, "idforge_lease_held"), 1.0);
+    let r = get(p.addr, "/v1/ids/snowflake?count=100", &[]);
+    assert_eq!(r.ids().len(), 100);
+    let metrics = get(p.addr, "/metrics", &[]).text();
+    assert!(!metrics.contains(PASSWORD), "{metrics}");
+    std::thread::sleep(Duration::from_millis(2500)); // past the TTL: renewals went through
+    assert_eq!(get(p.addr, "/readyz", &[]).status, 200);
+    let log = p.stderr.lock().unwrap().clone();
+    assert!(log.contains("leased from etcd namespace"), "{log}");
+    assert!(!log.contains(PASSWORD) && !log.contains("warning"), "{log}");
+
+    // The same file with a wrong password from the environment: refused, saying why.
+    let out = cmd(&d.0)
+        .args(["--listen", "127.0.0.1:0", "--schemes", "snowflake"])
+        .arg("--config")
+        .arg(&config)
+        .env("IDFORGE_ETCD_PASSWORD", "not-the-password")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("snowflake: etcd at https://127.0.0.1:")
+            && err.contains("refused user \"idforge\": wrong user name or password")
+            && err.contains("IDFORGE_ETCD_PASSWORD")
+            && !err.contains("not-the-password"),
+        "{err}"
+    );
 }

@@ -5,15 +5,18 @@
 //! between endpoints by itself; the member retries every call with backoff, which is safe because
 //! every call is guarded by the fencing token or idempotent.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use etcd_client::{
-    Client, Compare, CompareOp, ConnectOptions, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse,
+    Certificate, Client, Compare, CompareOp, ConnectOptions, GetOptions, Identity, PutOptions,
+    TlsOptions, Txn, TxnOp, TxnOpResponse,
 };
 
+use crate::access::{ConnectError, EtcdOptions, Failure};
 use crate::store::{Claimed, Scan, Store, StoreError};
 
-/// An etcd cluster, by its client endpoints (`http://127.0.0.1:2379`, ...).
+/// An etcd cluster, by its client endpoints (`https://10.0.0.5:2379`, ...), with TLS and
+/// authentication as [`EtcdOptions`] say.
 pub struct EtcdStore {
     rt: tokio::runtime::Runtime,
     client: Client,
@@ -32,26 +35,253 @@ fn unavailable(e: etcd_client::Error) -> StoreError {
     StoreError::Unavailable(e.to_string())
 }
 
+/// The key prefix every namespace lives under; a least-privilege role needs read and write on
+/// it, and nothing else (docs/FLEET.md).
+pub const KEY_PREFIX: &str = "/idforge/";
+
+/// How long connecting retries an etcd that does not answer (as joining retries an
+/// unavailable store).
+const CONNECT_RETRY: Duration = Duration::from_secs(10);
+
+/// What went wrong, briefly: a gRPC status's message and the errors under it (tonic keeps the
+/// TLS reason in a source), without the generic layers ("transport error").
+fn detail(e: &etcd_client::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut src: Option<&dyn std::error::Error> = match e {
+        etcd_client::Error::GRpcStatus(s) => {
+            parts.push(s.message().to_string());
+            std::error::Error::source(s)
+        }
+        e => {
+            parts.push(e.to_string());
+            std::error::Error::source(e)
+        }
+    };
+    while let Some(c) = src {
+        parts.push(c.to_string());
+        src = c.source();
+    }
+    let generic = ["transport error", "connection error", ""];
+    let mut out: Vec<&str> = Vec::new();
+    for (i, p) in parts.iter().enumerate() {
+        let later_says_it = parts[i + 1..].iter().any(|q| q.contains(p.as_str()));
+        let said = out.iter().any(|o| o.contains(p.as_str()));
+        if !generic.contains(&p.as_str()) && !later_says_it && !said {
+            out.push(p);
+        }
+    }
+    if out.is_empty() {
+        e.to_string()
+    } else {
+        out.join(": ")
+    }
+}
+
+/// What a failed first request says about the settings: which endpoint, what failed, what to
+/// check.
+fn classify(e: &etcd_client::Error, o: &EtcdOptions) -> ConnectError {
+    let eps = o.endpoint_list();
+    let detail = detail(e);
+    let low = detail.to_ascii_lowercase();
+    let ca = o
+        .ca_cert
+        .as_ref()
+        .map_or_else(String::new, |p| p.display().to_string());
+    let (failure, message) = if low.contains("authentication failed")
+        || low.contains("invalid user id or password")
+    {
+        (
+            Failure::Auth,
+            format!(
+                "etcd at {eps} refused user {:?}: wrong user name or password ({detail}); check the user and the password file or variable",
+                o.user.as_deref().unwrap_or("")
+            ),
+        )
+    } else if low.contains("user name is empty") || low.contains("user name not found") {
+        (
+            Failure::Auth,
+            format!(
+                "etcd at {eps} has authentication enabled and this client named no user ({detail}): give a user and its password, or a client certificate whose common name is an etcd user"
+            ),
+        )
+    } else if low.contains("permission denied") {
+        (
+            Failure::Permission,
+            format!(
+                "etcd at {eps} denied {} access to {KEY_PREFIX} ({detail}): grant its role readwrite on the key prefix {KEY_PREFIX} (etcdctl role grant-permission ROLE --prefix=true readwrite {KEY_PREFIX})",
+                o.user.as_deref().map_or_else(|| "this client".to_string(), |u| format!("user {u:?}"))
+            ),
+        )
+    } else if low.contains("certificaterequired")
+        || low.contains("certificate required")
+        || low.contains("bad certificate")
+        || low.contains("badcertificate")
+        || low.contains("unknownca")
+        || low.contains("unknown ca")
+    {
+        let what = if o.client_cert.is_some() {
+            "did not accept this client's certificate: check that it is signed by a CA in etcd's --trusted-ca-file and has extended key usage clientAuth"
+        } else {
+            "requires a client certificate (it runs with --client-cert-auth) and none was given: give a client certificate and its key"
+        };
+        (
+            Failure::ClientCertificate,
+            format!("etcd at {eps} {what} ({detail})"),
+        )
+    } else if low.contains("unknownissuer") || low.contains("unknown issuer") {
+        (
+            Failure::Tls,
+            format!(
+                "TLS with etcd at {eps} failed: the server's certificate is not signed by the CA certificate {ca} ({detail}); check that this CA file is the one that signed etcd's --cert-file"
+            ),
+        )
+    } else if low.contains("notvalidforname") || low.contains("not valid for name") {
+        (
+            Failure::Tls,
+            format!(
+                "TLS with etcd at {eps} failed: the server's certificate is not made out to the endpoint's address ({detail}); connect by a name or IP in its subject alternative names, or reissue it with this one"
+            ),
+        )
+    } else if low.contains("certificate") || low.contains("tls") || low.contains("handshake") {
+        (
+            Failure::Tls,
+            format!(
+                "TLS with etcd at {eps} failed ({detail}); check the CA certificate {ca}, the client certificate and key, and that etcd serves TLS on this port"
+            ),
+        )
+    } else if !o.tls()
+        && (low.contains("broken pipe")
+            || low.contains("connection reset")
+            || low.contains("frame")
+            || low.contains("h2 protocol"))
+    {
+        (
+            Failure::Tls,
+            format!(
+                "etcd at {eps} did not answer plain HTTP/2 ({detail}): if it serves TLS, use https:// endpoints and give the CA certificate"
+            ),
+        )
+    } else {
+        (
+            Failure::Unreachable,
+            format!(
+                "cannot reach etcd at {eps} ({detail}; retried for {}s); check the endpoints and that etcd runs",
+                CONNECT_RETRY.as_secs()
+            ),
+        )
+    };
+    ConnectError::new(failure, message)
+}
+
+/// A PEM file's bytes, checked to hold `what` (`CERTIFICATE`, `PRIVATE KEY`).
+fn read_pem(path: &std::path::Path, label: &str, what: &str) -> Result<Vec<u8>, ConnectError> {
+    let bytes = std::fs::read(path).map_err(|e| {
+        ConnectError::new(
+            Failure::Settings,
+            format!("cannot read the etcd {label} {}: {e}", path.display()),
+        )
+    })?;
+    let text = String::from_utf8_lossy(&bytes);
+    let found = text
+        .lines()
+        .any(|l| l.starts_with("-----BEGIN ") && l.trim_end().ends_with(&format!("{what}-----")));
+    if !found {
+        return Err(ConnectError::new(
+            Failure::Settings,
+            format!(
+                "the etcd {label} {} holds no PEM {what} (-----BEGIN ...{what}-----)",
+                path.display()
+            ),
+        ));
+    }
+    Ok(bytes)
+}
+
 impl EtcdStore {
-    /// Connects to `endpoints` (a 2 s timeout per request and per connection attempt).
+    /// Connects to plain `http://` endpoints, without TLS or a user (a 2 s timeout per request
+    /// and per connection attempt).
     ///
     /// # Errors
     /// [`StoreError::Unavailable`] when no endpoint answers.
     pub fn connect(endpoints: &[String]) -> Result<EtcdStore, StoreError> {
+        EtcdStore::connect_with(&EtcdOptions::new(endpoints.iter().cloned()))
+            .map_err(|e| StoreError::Unavailable(e.to_string()))
+    }
+
+    /// Connects as `opts` say (TLS with a CA and client certificate, a user and password), and
+    /// makes one read under [`KEY_PREFIX`] so that a wrong CA, a refused certificate, a wrong
+    /// password or a missing permission shows here, with what to check, rather than as retries
+    /// while joining. A 2 s timeout per request and per connection attempt.
+    ///
+    /// # Errors
+    /// [`ConnectError`]: its [`Failure`] says what kind.
+    pub fn connect_with(opts: &EtcdOptions) -> Result<EtcdStore, ConnectError> {
+        opts.check()?;
+        let mut co = ConnectOptions::new()
+            .with_timeout(Duration::from_secs(2))
+            .with_connect_timeout(Duration::from_secs(2));
+        if opts.tls() {
+            let mut tls = TlsOptions::new();
+            if let Some(ca) = &opts.ca_cert {
+                let pem = read_pem(ca, "CA certificate", "CERTIFICATE")?;
+                tls = tls.ca_certificate(Certificate::from_pem(pem));
+            }
+            if let (Some(c), Some(k)) = (&opts.client_cert, &opts.client_key) {
+                let cert = read_pem(c, "client certificate", "CERTIFICATE")?;
+                let key = read_pem(k, "client key", "PRIVATE KEY")?;
+                tls = tls.identity(Identity::from_pem(cert, key));
+            }
+            co = co.with_tls(tls);
+        }
+        if let (Some(u), Some(p)) = (&opts.user, &opts.password) {
+            // etcd's tokens expire (and a restarted etcd forgets simple tokens): get a new one
+            // with the same credentials when a request finds its token invalid.
+            co = co
+                .with_user(u.clone(), p.expose().to_string())
+                .with_auto_token_refresh(true);
+        }
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| StoreError::Unavailable(format!("cannot start a runtime: {e}")))?;
-        let opts = ConnectOptions::new()
-            .with_timeout(Duration::from_secs(2))
-            .with_connect_timeout(Duration::from_secs(2));
-        let eps = endpoints.to_vec();
+            .map_err(|e| {
+                ConnectError::new(
+                    Failure::Unreachable,
+                    format!("cannot start a runtime for etcd: {e}"),
+                )
+            })?;
+        let attempt = |co: ConnectOptions| async move {
+            let mut c = Client::connect(&opts.endpoints, Some(co)).await?;
+            let first = GetOptions::new()
+                .with_prefix()
+                .with_keys_only()
+                .with_limit(1);
+            c.get(KEY_PREFIX, Some(first)).await?;
+            Ok::<Client, etcd_client::Error>(c)
+        };
+        // An unreachable etcd may be starting or electing a leader: retry that (only that) for
+        // a while, as joining retries an unavailable store.
+        let connect = async {
+            let start = Instant::now();
+            let mut wait = Duration::from_millis(100);
+            loop {
+                match attempt(co.clone()).await {
+                    Ok(c) => return Ok(c),
+                    Err(e) => {
+                        let e = classify(&e, opts);
+                        if e.failure != Failure::Unreachable || start.elapsed() >= CONNECT_RETRY {
+                            return Err(e);
+                        }
+                    }
+                }
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(Duration::from_secs(1));
+            }
+        };
         let client = std::thread::scope(|s| {
-            s.spawn(|| rt.block_on(Client::connect(eps, Some(opts))))
+            s.spawn(|| rt.block_on(connect))
                 .join()
                 .expect("the etcd connect thread panicked")
-        })
-        .map_err(unavailable)?;
+        })?;
         Ok(EtcdStore {
             rt,
             client,

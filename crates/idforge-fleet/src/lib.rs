@@ -60,6 +60,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod access;
 mod member;
 pub mod node;
 mod store;
@@ -69,5 +70,6 @@ pub mod etcd;
 #[cfg(feature = "etcd")]
 pub mod local;
 
+pub use access::{ConnectError, EtcdOptions, Failure, Password};
 pub use member::{FleetError, FleetOptions, Member, Status};
 pub use store::{Claimed, MemoryStore, Scan, Store, StoreError};

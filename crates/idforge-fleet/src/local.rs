@@ -1,14 +1,39 @@
 //! A local etcd cluster for tests (feature `etcd`): members on free loopback ports with data in
-//! a temporary directory, killed and removed on drop.
+//! a temporary directory, killed and removed on drop; with [`Security`], clients reach it over
+//! TLS with client certificates (a throwaway CA made with the `openssl` command) and through
+//! etcd's authentication, with a least-privilege user.
 
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::access::{EtcdOptions, Password};
 use crate::etcd::EtcdStore;
 use crate::store::Store;
+
+/// The least-privilege user of a cluster with [`Security::auth`]: its role `idforge` may read
+/// and write the key prefix `/idforge/` and nothing else. The client certificate's common name
+/// is this name too.
+pub const USER: &str = "idforge";
+/// [`USER`]'s password (also in [`LocalCluster::password_file`]).
+pub const PASSWORD: &str = "idforge-test-password";
+/// etcd's `root` user's password.
+pub const ROOT_PASSWORD: &str = "root-test-password";
+/// A user whose role may read and write `/other/` only.
+pub const OUTSIDER: &str = "outsider";
+/// [`OUTSIDER`]'s password.
+pub const OUTSIDER_PASSWORD: &str = "outsider-test-password";
+
+/// How clients reach a [`LocalCluster`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Security {
+    /// `https://` client URLs, with `--client-cert-auth` (peers stay on plain HTTP).
+    pub tls: bool,
+    /// etcd's authentication enabled: users `root`, [`USER`] and [`OUTSIDER`].
+    pub auth: bool,
+}
 
 struct Node {
     name: String,
@@ -21,6 +46,7 @@ struct Node {
 pub struct LocalCluster {
     dir: PathBuf,
     nodes: Vec<Node>,
+    security: Security,
 }
 
 fn free_port() -> u16 {
@@ -37,6 +63,17 @@ impl LocalCluster {
     /// # Panics
     /// When `etcd` is not installed or does not become ready in 30 s.
     pub fn start(n: usize) -> LocalCluster {
+        LocalCluster::start_with(n, Security::default())
+    }
+
+    /// Starts `n` members (1 or 3) as `security` says and waits until they serve: with TLS, a
+    /// CA, server certificate (for 127.0.0.1 and localhost) and client certificate are made
+    /// first; with authentication, the users and roles are added and authentication enabled.
+    ///
+    /// # Panics
+    /// When `etcd`, `etcdctl` or (for TLS) `openssl` is not installed (scripts/etcd install
+    /// installs them), or the cluster does not become ready in 30 s.
+    pub fn start_with(n: usize, security: Security) -> LocalCluster {
         assert!(
             Command::new("etcd").arg("--version").output().is_ok(),
             "etcd is not installed: run these tests through scripts/etcd test"
@@ -55,12 +92,232 @@ impl LocalCluster {
                 child: None,
             })
             .collect();
-        let mut c = LocalCluster { dir, nodes };
+        let mut c = LocalCluster {
+            dir,
+            nodes,
+            security,
+        };
+        if security.tls {
+            c.make_certificates();
+        }
         for i in 0..n {
             c.spawn(i);
         }
-        c.wait_ready();
+        c.wait_ready_as(&c.options_as(None));
+        if security.auth {
+            c.enable_auth();
+        }
         c
+    }
+
+    /// The directory of the cluster's data, certificates and logs.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The test CA's certificate (signed etcd's server and the client certificates).
+    pub fn ca_cert(&self) -> PathBuf {
+        self.dir.join("ca.pem")
+    }
+
+    /// The client certificate (common name [`USER`]).
+    pub fn client_cert(&self) -> PathBuf {
+        self.dir.join("client.pem")
+    }
+
+    /// The client certificate's key.
+    pub fn client_key(&self) -> PathBuf {
+        self.dir.join("client.key")
+    }
+
+    /// Another CA's certificate, which signed nothing etcd uses: trusting it alone, a client
+    /// must refuse etcd's server certificate.
+    pub fn other_ca_cert(&self) -> PathBuf {
+        self.dir.join("other-ca.pem")
+    }
+
+    /// A client certificate and key signed by the other CA, which etcd does not trust.
+    pub fn stranger_cert(&self) -> (PathBuf, PathBuf) {
+        (self.dir.join("stranger.pem"), self.dir.join("stranger.key"))
+    }
+
+    /// A file holding [`PASSWORD`] and a line break.
+    pub fn password_file(&self) -> PathBuf {
+        self.dir.join("idforge.password")
+    }
+
+    /// How [`USER`] connects: TLS with the client certificate, and [`USER`] and [`PASSWORD`]
+    /// with authentication.
+    pub fn options(&self) -> EtcdOptions {
+        self.options_as(self.security.auth.then_some((USER, PASSWORD)))
+    }
+
+    /// How `user` (with its password) connects, over TLS with the client certificate if the
+    /// cluster has TLS.
+    pub fn options_as(&self, user: Option<(&str, &str)>) -> EtcdOptions {
+        let mut o = EtcdOptions::new(self.endpoints());
+        if self.security.tls {
+            o.ca_cert = Some(self.ca_cert());
+            o.client_cert = Some(self.client_cert());
+            o.client_key = Some(self.client_key());
+        }
+        if let Some((u, p)) = user {
+            o.user = Some(u.to_string());
+            o.password = Some(Password::new(p));
+        }
+        o
+    }
+
+    /// `etcdctl` against the first live member, with the TLS files and (with authentication)
+    /// as `root`.
+    pub fn etcdctl(&self) -> Command {
+        let i = self
+            .nodes
+            .iter()
+            .position(|n| n.child.is_some())
+            .unwrap_or(0);
+        self.etcdctl_at(i)
+    }
+
+    fn etcdctl_at(&self, i: usize) -> Command {
+        let mut c = Command::new("etcdctl");
+        c.env("ETCDCTL_API", "3")
+            .arg("--endpoints")
+            .arg(&self.endpoints()[i]);
+        if self.security.tls {
+            c.arg("--cacert")
+                .arg(self.ca_cert())
+                .arg("--cert")
+                .arg(self.client_cert())
+                .arg("--key")
+                .arg(self.client_key());
+        }
+        if self.security.auth && self.dir.join("auth-enabled").exists() {
+            c.arg("--user").arg(format!("root:{ROOT_PASSWORD}"));
+        }
+        c
+    }
+
+    fn run(&self, mut c: Command, what: &str) {
+        let out = c.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert!(
+            out.status.success(),
+            "{what} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// A CA, another CA, etcd's server certificate (127.0.0.1, localhost), a client certificate
+    /// (common name [`USER`]) and a stranger's client certificate signed by the other CA.
+    fn make_certificates(&self) {
+        assert!(
+            Command::new("openssl").arg("version").output().is_ok(),
+            "openssl is not installed: the TLS tests make their certificates with it (scripts/etcd install installs it)"
+        );
+        let d = &self.dir;
+        let ec = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+        ];
+        for ca in ["ca", "other-ca"] {
+            let mut c = Command::new("openssl");
+            c.current_dir(d)
+                .args(["req", "-x509"])
+                .args(ec)
+                .args([
+                    "-keyout",
+                    &format!("{ca}.key"),
+                    "-out",
+                    &format!("{ca}.pem"),
+                ])
+                .args(["-days", "2", "-subj", &format!("/CN=idforge test {ca}")]);
+            self.run(c, "openssl req -x509 (a test CA)");
+        }
+        let leaf = |name: &str, ca: &str, cn: &str, ext: &str| {
+            std::fs::write(d.join(format!("{name}.ext")), ext).unwrap();
+            let mut c = Command::new("openssl");
+            c.current_dir(d)
+                .args(["req", "-new"])
+                .args(ec)
+                .args([
+                    "-keyout",
+                    &format!("{name}.key"),
+                    "-out",
+                    &format!("{name}.csr"),
+                ])
+                .args(["-subj", &format!("/CN={cn}")]);
+            self.run(c, "openssl req -new");
+            let mut c = Command::new("openssl");
+            c.current_dir(d)
+                .args(["x509", "-req", "-in", &format!("{name}.csr")])
+                .args(["-CA", &format!("{ca}.pem"), "-CAkey", &format!("{ca}.key")])
+                .args(["-CAcreateserial", "-days", "2"])
+                .args(["-extfile", &format!("{name}.ext")])
+                .args(["-out", &format!("{name}.pem")]);
+            self.run(c, "openssl x509 -req (signing a certificate)");
+        };
+        let client =
+            "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=clientAuth\n";
+        leaf(
+            "server",
+            "ca",
+            "etcd",
+            "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n",
+        );
+        leaf("client", "ca", USER, client);
+        leaf("stranger", "other-ca", USER, client);
+        std::fs::write(self.password_file(), format!("{PASSWORD}\n")).unwrap();
+    }
+
+    /// Users `root`, [`USER`] (role `idforge`: readwrite on the prefix `/idforge/` only) and
+    /// [`OUTSIDER`] (readwrite on `/other/` only), then `etcdctl auth enable`.
+    fn enable_auth(&self) {
+        let steps: [&[&str]; 10] = [
+            &["user", "add", "root", "--new-user-password", ROOT_PASSWORD],
+            &["user", "grant-role", "root", "root"],
+            &["role", "add", "idforge"],
+            &[
+                "role",
+                "grant-permission",
+                "idforge",
+                "--prefix=true",
+                "readwrite",
+                "/idforge/",
+            ],
+            &["user", "add", USER, "--new-user-password", PASSWORD],
+            &["user", "grant-role", USER, "idforge"],
+            &["role", "add", "other"],
+            &[
+                "role",
+                "grant-permission",
+                "other",
+                "--prefix=true",
+                "readwrite",
+                "/other/",
+            ],
+            &[
+                "user",
+                "add",
+                OUTSIDER,
+                "--new-user-password",
+                OUTSIDER_PASSWORD,
+            ],
+            &["user", "grant-role", OUTSIDER, "other"],
+        ];
+        for args in steps {
+            let mut c = self.etcdctl();
+            c.args(args);
+            self.run(c, &format!("etcdctl {}", args[..2].join(" ")));
+        }
+        let mut c = self.etcdctl();
+        c.args(["auth", "enable"]);
+        self.run(c, "etcdctl auth enable");
+        std::fs::write(self.dir.join("auth-enabled"), "").unwrap();
+        self.wait_ready();
     }
 
     /// (Re)starts member `i` on its data directory.
@@ -75,15 +332,26 @@ impl LocalCluster {
             .collect();
         let n = &self.nodes[i];
         let log = std::fs::File::create(self.dir.join(format!("{}.log", n.name))).unwrap();
-        let child = Command::new("etcd")
+        let client = self.endpoints()[i].clone();
+        let mut cmd = Command::new("etcd");
+        if self.security.tls {
+            cmd.arg("--cert-file")
+                .arg(self.dir.join("server.pem"))
+                .arg("--key-file")
+                .arg(self.dir.join("server.key"))
+                .arg("--trusted-ca-file")
+                .arg(self.ca_cert())
+                .arg("--client-cert-auth");
+        }
+        let child = cmd
             .args(["--name", &n.name])
             .arg("--data-dir")
             .arg(self.dir.join(&n.name))
             .args([
                 "--listen-client-urls",
-                &format!("http://127.0.0.1:{}", n.client),
+                &client,
                 "--advertise-client-urls",
-                &format!("http://127.0.0.1:{}", n.client),
+                &client,
                 "--listen-peer-urls",
                 &format!("http://127.0.0.1:{}", n.peer),
                 "--initial-advertise-peer-urls",
@@ -106,22 +374,27 @@ impl LocalCluster {
         self.nodes[i].child = Some(child);
     }
 
-    /// The client URLs.
+    /// The client URLs (`https://` with TLS).
     pub fn endpoints(&self) -> Vec<String> {
+        let scheme = if self.security.tls { "https" } else { "http" };
         self.nodes
             .iter()
-            .map(|n| format!("http://127.0.0.1:{}", n.client))
+            .map(|n| format!("{scheme}://127.0.0.1:{}", n.client))
             .collect()
     }
 
-    /// Waits until the cluster answers.
+    /// Waits until the cluster answers [`LocalCluster::options`].
     ///
     /// # Panics
     /// After 30 s.
     pub fn wait_ready(&self) {
+        self.wait_ready_as(&self.options());
+    }
+
+    fn wait_ready_as(&self, o: &EtcdOptions) {
         let start = Instant::now();
         loop {
-            if let Ok(s) = EtcdStore::connect(&self.endpoints()) {
+            if let Ok(s) = EtcdStore::connect_with(o) {
                 if s.scan("ready-probe").is_ok() {
                     return;
                 }
@@ -143,12 +416,13 @@ impl LocalCluster {
         }
     }
 
-    /// A store connected to every member.
+    /// A store connected to every member as [`LocalCluster::options`] (with authentication:
+    /// as the least-privilege [`USER`]).
     ///
     /// # Panics
     /// When no member answers.
     pub fn store(&self) -> Arc<dyn Store> {
-        Arc::new(EtcdStore::connect(&self.endpoints()).unwrap())
+        Arc::new(EtcdStore::connect_with(&self.options()).unwrap())
     }
 
     /// The index of the raft leader, from `etcdctl endpoint status`.
@@ -160,16 +434,9 @@ impl LocalCluster {
             if n.child.is_none() {
                 continue;
             }
-            let out = Command::new("etcdctl")
-                .env("ETCDCTL_API", "3")
-                .args([
-                    "--endpoints",
-                    &format!("http://127.0.0.1:{}", n.client),
-                    "endpoint",
-                    "status",
-                    "-w",
-                    "fields",
-                ])
+            let out = self
+                .etcdctl_at(i)
+                .args(["endpoint", "status", "-w", "fields"])
                 .output()
                 .unwrap();
             let text = String::from_utf8_lossy(&out.stdout);

@@ -1,14 +1,17 @@
 //! The protocol against a real etcd (feature `etcd`; run through `scripts/etcd test`, which
-//! installs etcd and protoc when they are missing). Each test starts its own etcd members on
-//! free loopback ports, with data under a temporary directory, and kills them when it ends.
+//! installs etcd, protoc and openssl when they are missing). Each test starts its own etcd
+//! members on free loopback ports, with data (and, for TLS, certificates made with `openssl`)
+//! under a temporary directory, and kills them when it ends.
 
 use std::collections::HashSet;
 use std::io::Read;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use idforge_fleet::local::LocalCluster as Cluster;
-use idforge_fleet::{FleetError, FleetOptions, Member};
+use idforge_fleet::etcd::EtcdStore;
+use idforge_fleet::local::{LocalCluster as Cluster, Security};
+use idforge_fleet::{Failure, FleetError, FleetOptions, Member, Password};
 
 fn member_bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_fleet-member"))
@@ -394,4 +397,152 @@ fn a_node_key_deleted_by_an_operator_fences_its_holder_within_a_renewal() {
     std::thread::sleep(Duration::from_millis(400)); // renewals every 100 ms here
     let e = g.next().unwrap_err();
     assert!(e.to_string().contains("deleted or replaced"), "{e}");
+}
+
+/// A refused connection: its failure kind, its message, and how long it took (no retrying).
+fn refused(o: &idforge_fleet::EtcdOptions) -> (Failure, String, Duration) {
+    let start = Instant::now();
+    let e = EtcdStore::connect_with(o).unwrap_err();
+    (e.failure, e.to_string(), start.elapsed())
+}
+
+#[test]
+fn over_tls_a_member_with_a_client_certificate_issues_and_bad_certificates_are_refused() {
+    let c = Cluster::start_with(
+        1,
+        Security {
+            tls: true,
+            auth: false,
+        },
+    );
+    let ep = c.endpoints()[0].clone();
+    assert!(ep.starts_with("https://127.0.0.1:"), "{ep}");
+    let m = Member::join(c.store(), snowflake_opts("tls", 3)).unwrap();
+    let g = snowflake_on(&m);
+    let ids: HashSet<u128> = (0..10_000).map(|_| g.next().unwrap()).collect();
+    assert_eq!(ids.len(), 10_000);
+    let node = m.node();
+    m.shutdown().unwrap();
+    let scan = c.store().scan("tls").unwrap();
+    assert!(
+        !scan.held.contains(&node) && scan.hwm.contains_key(&node),
+        "{scan:?}"
+    );
+
+    // etcd's certificate checked against a CA that did not sign it.
+    let mut o = c.options();
+    o.ca_cert = Some(c.other_ca_cert());
+    let (f, msg, took) = refused(&o);
+    assert_eq!(f, Failure::Tls, "{msg}");
+    assert!(
+        msg.contains(&ep)
+            && msg.contains("not signed by the CA certificate")
+            && msg.contains("other-ca.pem")
+            && msg.contains("UnknownIssuer"),
+        "{msg}"
+    );
+    assert!(took < Duration::from_secs(5), "{took:?}: {msg}");
+
+    // No client certificate, to an etcd with --client-cert-auth.
+    let mut o = c.options();
+    o.client_cert = None;
+    o.client_key = None;
+    let (f, msg, took) = refused(&o);
+    assert_eq!(f, Failure::ClientCertificate, "{msg}");
+    assert!(
+        msg.contains(&ep) && msg.contains("requires a client certificate"),
+        "{msg}"
+    );
+    assert!(took < Duration::from_secs(5), "{took:?}: {msg}");
+
+    // A client certificate signed by a CA etcd does not trust.
+    let mut o = c.options();
+    let (cert, key) = c.stranger_cert();
+    o.client_cert = Some(cert);
+    o.client_key = Some(key);
+    let (f, msg, _) = refused(&o);
+    assert_eq!(f, Failure::ClientCertificate, "{msg}");
+    assert!(
+        msg.contains("did not accept this client's certificate"),
+        "{msg}"
+    );
+
+    // Plain HTTP to the TLS port.
+    let plain = idforge_fleet::EtcdOptions::new([ep.replace("https://", "http://")]);
+    let (f, msg, took) = refused(&plain);
+    assert_eq!(f, Failure::Tls, "{msg}");
+    assert!(msg.contains("use https:// endpoints"), "{msg}");
+    assert!(took < Duration::from_secs(5), "{took:?}: {msg}");
+}
+
+#[test]
+fn the_least_privilege_role_is_enough_to_join_reserve_renew_and_release_over_tls() {
+    let c = Cluster::start_with(
+        1,
+        Security {
+            tls: true,
+            auth: true,
+        },
+    );
+    // As user idforge, whose role may read and write /idforge/ and nothing else.
+    let store = c.store();
+    let m = Member::join(store.clone(), snowflake_opts("rbac", 3)).unwrap();
+    let g = snowflake_on(&m);
+    let first = m.status();
+    // 3 s, past the 2 s TTL: issuing goes on only if renewals and reservations succeed.
+    let start = Instant::now();
+    let (mut ok, mut failed) = (0u64, 0u64);
+    while start.elapsed() < Duration::from_secs(3) {
+        match g.next() {
+            Ok(_) => ok += 1,
+            Err(_) => failed += 1,
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let st = m.status();
+    assert!(st.issuing && st.lost.is_none(), "{st:?}");
+    assert_eq!(st.token, first.token, "the same claim throughout");
+    assert!(
+        st.reserved_ns >= first.reserved_ns + 2_000_000_000,
+        "reservations were extended: {first:?} -> {st:?}"
+    );
+    assert!(st.store_calls >= first.store_calls + 20, "{st:?}");
+    assert!(ok > 1000 && failed == 0, "ok {ok}, failed {failed}");
+    let node = m.node();
+    m.shutdown().unwrap();
+    let scan = store.scan("rbac").unwrap();
+    assert!(!scan.held.contains(&node), "released: {scan:?}");
+    assert!(scan.hwm[&node] >= first.reserved_ns, "{scan:?}");
+
+    let ep = c.endpoints()[0].clone();
+    // A wrong password.
+    let mut o = c.options();
+    o.password = Some(Password::new("not-the-password"));
+    let (f, msg, took) = refused(&o);
+    assert_eq!(f, Failure::Auth, "{msg}");
+    assert!(
+        msg.contains(&ep)
+            && msg.contains("refused user \"idforge\"")
+            && msg.contains("wrong user name or password")
+            && !msg.contains("not-the-password"),
+        "{msg}"
+    );
+    assert!(took < Duration::from_secs(5), "{took:?}: {msg}");
+    // A user whose role does not cover /idforge/.
+    let o = c.options_as(Some((
+        idforge_fleet::local::OUTSIDER,
+        idforge_fleet::local::OUTSIDER_PASSWORD,
+    )));
+    let (f, msg, _) = refused(&o);
+    assert_eq!(f, Failure::Permission, "{msg}");
+    assert!(
+        msg.contains("denied user \"outsider\" access to /idforge/")
+            && msg.contains("readwrite /idforge/"),
+        "{msg}"
+    );
+    // No user and no password: etcd takes the client certificate's common name (idforge).
+    let by_cert = Arc::new(EtcdStore::connect_with(&c.options_as(None)).unwrap());
+    let m = Member::join(by_cert, snowflake_opts("rbac", 3)).unwrap();
+    snowflake_on(&m).next().unwrap();
+    m.shutdown().unwrap();
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use idforge::schemes::open::ClockChoice;
+use idforge_fleet::{EtcdOptions, Password};
 use serde::Deserialize;
 
 /// The default address: loopback only, so a service started by hand is not reachable from
@@ -33,6 +34,12 @@ pub const ENVIRONMENT: &str = "Environment (below flags, above the --config file
   IDFORGE_TOKENS_FILE  bearer tokens, one per line (--tokens-file)
   IDFORGE_TOKENS       more bearer tokens, comma separated (added to the file's)
   IDFORGE_ETCD         etcd endpoints, comma separated: lease node ids from etcd (--etcd)
+  IDFORGE_ETCD_CACERT  PEM CA certificate that signed etcd's server certificate (--etcd-cacert)
+  IDFORGE_ETCD_CERT    PEM client certificate for etcd (--etcd-cert)
+  IDFORGE_ETCD_KEY     PEM key of the client certificate (--etcd-key)
+  IDFORGE_ETCD_USER    etcd user (--etcd-user)
+  IDFORGE_ETCD_PASSWORD  the etcd user's password (never printed)
+  IDFORGE_ETCD_PASSWORD_FILE  a file holding it (--etcd-password-file)
   IDFORGE_NAMESPACE_PREFIX  prefix of each scheme's etcd namespace (--namespace-prefix)
   IDFORGE_LEASE_TTL    the etcd lease's time to live in seconds (--lease-ttl)
   IDFORGE_CLOCK        auto, precise, counter or ticker: where ids take their time from (--clock)
@@ -69,6 +76,20 @@ pub struct Settings {
     pub tokens: Option<Vec<String>>,
     /// etcd endpoints, comma separated: every node-based scheme leases its node id from etcd.
     pub etcd: Option<String>,
+    /// PEM file of the CA certificate that signed etcd's server certificate (https endpoints).
+    pub etcd_cacert: Option<PathBuf>,
+    /// PEM file of the client certificate for etcd.
+    pub etcd_cert: Option<PathBuf>,
+    /// PEM file of the client certificate's key.
+    pub etcd_key: Option<PathBuf>,
+    /// The etcd user.
+    pub etcd_user: Option<String>,
+    /// A file holding the etcd user's password.
+    pub etcd_password_file: Option<PathBuf>,
+    /// The etcd user's password itself (IDFORGE_ETCD_PASSWORD; not read from the TOML file,
+    /// which should name a password file instead). Never printed.
+    #[serde(skip)]
+    pub etcd_password: Option<Password>,
     /// The prefix of each scheme's etcd namespace (the namespace is prefix + scheme name).
     pub namespace_prefix: Option<String>,
     /// The etcd lease's time to live in seconds.
@@ -77,11 +98,11 @@ pub struct Settings {
     pub clock: Option<String>,
 }
 
-/// Where node ids are leased: etcd endpoints, the namespaces' prefix and the lease's TTL.
+/// Where node ids are leased: how to reach etcd, the namespaces' prefix and the lease's TTL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fleet {
-    /// The etcd client endpoints.
-    pub endpoints: Vec<String>,
+    /// The etcd endpoints, TLS files, user and password (its `Debug` hides the password).
+    pub etcd: EtcdOptions,
     /// Each scheme's namespace is this prefix and the scheme's name (`snowflake`, ...).
     pub namespace_prefix: String,
     /// The lease's time to live.
@@ -126,6 +147,14 @@ impl Default for Config {
 impl Settings {
     /// `self` over `lower`: each field from `self` where set, else from `lower`.
     pub fn or(self, lower: Settings) -> Settings {
+        // The password and the password file are one setting: the upper layer's, if it gives
+        // either.
+        let (etcd_password, etcd_password_file) =
+            if self.etcd_password.is_some() || self.etcd_password_file.is_some() {
+                (self.etcd_password, self.etcd_password_file)
+            } else {
+                (lower.etcd_password, lower.etcd_password_file)
+            };
         Settings {
             listen: self.listen.or(lower.listen),
             schemes: self.schemes.or(lower.schemes),
@@ -138,6 +167,12 @@ impl Settings {
             tokens_file: self.tokens_file.or(lower.tokens_file),
             tokens: self.tokens.or(lower.tokens),
             etcd: self.etcd.or(lower.etcd),
+            etcd_cacert: self.etcd_cacert.or(lower.etcd_cacert),
+            etcd_cert: self.etcd_cert.or(lower.etcd_cert),
+            etcd_key: self.etcd_key.or(lower.etcd_key),
+            etcd_user: self.etcd_user.or(lower.etcd_user),
+            etcd_password_file,
+            etcd_password,
             namespace_prefix: self.namespace_prefix.or(lower.namespace_prefix),
             lease_ttl: self.lease_ttl.or(lower.lease_ttl),
             clock: self.clock.or(lower.clock),
@@ -146,6 +181,7 @@ impl Settings {
 
     /// The settings of a TOML file (keys as the fields of [`Settings`]: `listen`, `schemes`,
     /// `node`, `host`, `layout`, `in_process`, `max_count`, `timeout_ms`, `tokens_file`, `etcd`,
+    /// `etcd_cacert`, `etcd_cert`, `etcd_key`, `etcd_user`, `etcd_password_file`,
     /// `namespace_prefix`, `lease_ttl`, `clock`).
     ///
     /// # Errors
@@ -215,6 +251,15 @@ impl Settings {
             tokens_file: get("IDFORGE_TOKENS_FILE").map(PathBuf::from),
             tokens: list("IDFORGE_TOKENS"),
             etcd: get("IDFORGE_ETCD"),
+            etcd_cacert: get("IDFORGE_ETCD_CACERT").map(PathBuf::from),
+            etcd_cert: get("IDFORGE_ETCD_CERT").map(PathBuf::from),
+            etcd_key: get("IDFORGE_ETCD_KEY").map(PathBuf::from),
+            etcd_user: get("IDFORGE_ETCD_USER"),
+            // The password itself over a file named in the environment.
+            etcd_password_file: get("IDFORGE_ETCD_PASSWORD_FILE")
+                .filter(|_| get("IDFORGE_ETCD_PASSWORD").is_none())
+                .map(PathBuf::from),
+            etcd_password: get("IDFORGE_ETCD_PASSWORD").map(Password::new),
             namespace_prefix: get("IDFORGE_NAMESPACE_PREFIX"),
             lease_ttl: num("IDFORGE_LEASE_TTL")?,
             clock: get("IDFORGE_CLOCK"),
@@ -280,8 +325,14 @@ impl Settings {
         };
         let fleet = match self.etcd.as_deref() {
             None => {
-                if self.namespace_prefix.is_some() || self.lease_ttl.is_some() {
-                    bail!("--namespace-prefix and --lease-ttl go with --etcd (IDFORGE_ETCD): name the etcd endpoints");
+                let access = self.etcd_cacert.is_some()
+                    || self.etcd_cert.is_some()
+                    || self.etcd_key.is_some()
+                    || self.etcd_user.is_some()
+                    || self.etcd_password.is_some()
+                    || self.etcd_password_file.is_some();
+                if self.namespace_prefix.is_some() || self.lease_ttl.is_some() || access {
+                    bail!("--namespace-prefix, --lease-ttl and the --etcd-* settings go with --etcd (IDFORGE_ETCD): name the etcd endpoints");
                 }
                 None
             }
@@ -292,7 +343,26 @@ impl Settings {
                     .filter(|e| !e.is_empty())
                     .collect();
                 if endpoints.is_empty() {
-                    bail!("--etcd needs at least one endpoint, e.g. http://127.0.0.1:2379");
+                    bail!("--etcd needs at least one endpoint, e.g. https://10.0.0.5:2379");
+                }
+                let password = match (self.etcd_password, &self.etcd_password_file) {
+                    (Some(p), _) => Some(p),
+                    (None, Some(f)) => Some(
+                        Password::from_file(f)
+                            .map_err(|e| anyhow::anyhow!("{e} ({})", e.failure.settings()))?,
+                    ),
+                    (None, None) => None,
+                };
+                let etcd = EtcdOptions {
+                    endpoints,
+                    ca_cert: self.etcd_cacert,
+                    client_cert: self.etcd_cert,
+                    client_key: self.etcd_key,
+                    user: self.etcd_user,
+                    password,
+                };
+                if let Err(e) = etcd.check() {
+                    bail!("{e} ({}; etcd_* in the config file)", e.failure.settings());
                 }
                 if self.node.is_some() || self.host.is_some() {
                     bail!("--etcd leases the node ids: leave out --node and --host (IDFORGE_NODE, IDFORGE_HOST, the file's node and host)");
@@ -308,7 +378,7 @@ impl Settings {
                     bail!("--lease-ttl must be at least 2 seconds");
                 }
                 Some(Fleet {
-                    endpoints,
+                    etcd,
                     namespace_prefix,
                     lease_ttl,
                 })
@@ -425,9 +495,61 @@ mod tests {
         let env = Settings::from_vars(|k| (k == "IDFORGE_LEASE_TTL").then(|| "4".into())).unwrap();
         let c = env.or(file).finish().unwrap();
         let f = c.fleet.unwrap();
-        assert_eq!(f.endpoints, ["http://a:2379", "http://b:2379"]);
+        assert_eq!(f.etcd.endpoints, ["http://a:2379", "http://b:2379"]);
         assert_eq!(f.namespace_prefix, "prod-");
         assert_eq!(f.lease_ttl, Duration::from_secs(4));
         assert!(Config::default().fleet.is_none());
+    }
+
+    #[test]
+    fn etcd_tls_and_user_from_the_file_and_the_environment_with_the_password_hidden() {
+        let dir = std::env::temp_dir().join(format!("idforge-serve-pw-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let pw_file = dir.join("pw");
+        std::fs::write(&pw_file, "from-the-file\n").unwrap();
+        let file = Settings::from_toml(&format!(
+            "etcd = \"https://a:2379\"\netcd_cacert = \"/ca.pem\"\netcd_cert = \"/c.pem\"\netcd_key = \"/c.key\"\netcd_user = \"idforge\"\netcd_password_file = {pw_file:?}\n"
+        ))
+        .unwrap();
+        let c = file.clone().finish().unwrap();
+        let e = &c.fleet.as_ref().unwrap().etcd;
+        assert_eq!(e.ca_cert.as_deref(), Some(Path::new("/ca.pem")));
+        assert_eq!(e.client_key.as_deref(), Some(Path::new("/c.key")));
+        assert_eq!(e.user.as_deref(), Some("idforge"));
+        assert_eq!(e.password.as_ref().unwrap().expose(), "from-the-file");
+        assert!(!format!("{c:?}").contains("from-the-file"), "{c:?}");
+        // The environment's password is over the file's password file.
+        let env = Settings::from_vars(|k| {
+            (k == "IDFORGE_ETCD_PASSWORD").then(|| "from-the-env".to_string())
+        })
+        .unwrap();
+        assert!(!format!("{env:?}").contains("from-the-env"));
+        let c = env.or(file.clone()).finish().unwrap();
+        let e = &c.fleet.as_ref().unwrap().etcd;
+        assert_eq!(e.password.as_ref().unwrap().expose(), "from-the-env");
+        // A flag's password file is over the environment's password.
+        let flags = Settings {
+            etcd_password_file: Some(pw_file.clone()),
+            ..Settings::default()
+        };
+        let env = Settings::from_vars(|k| (k == "IDFORGE_ETCD_PASSWORD").then(|| "x".into()));
+        let c = flags.or(env.unwrap()).or(file).finish().unwrap();
+        let e = c.fleet.unwrap().etcd;
+        assert_eq!(e.password.unwrap().expose(), "from-the-file");
+        // Never the password itself in the file.
+        let e = Settings::from_toml("etcd_password = \"x\"").unwrap_err();
+        assert!(format!("{e:#}").contains("unknown field"), "{e:#}");
+        // https without a CA, and TLS settings without --etcd.
+        let e = Settings::from_toml("etcd = \"https://a:2379\"")
+            .unwrap()
+            .finish()
+            .unwrap_err();
+        assert!(e.to_string().contains("need the CA certificate"), "{e}");
+        let e = Settings::from_toml("etcd_user = \"idforge\"")
+            .unwrap()
+            .finish()
+            .unwrap_err();
+        assert!(e.to_string().contains("go with --etcd"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

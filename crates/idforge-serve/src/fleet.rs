@@ -55,11 +55,15 @@ mod with_etcd {
             kind: &Kind,
             opts: &mut OpenOptions,
         ) -> anyhow::Result<Lease> {
-            let eps = fleet.endpoints.join(",");
-            let store: Arc<dyn Store> = Arc::new(
-                EtcdStore::connect(&fleet.endpoints)
-                    .with_context(|| format!("cannot reach etcd at {eps} (check --etcd)"))?,
-            );
+            let eps = fleet.etcd.endpoint_list();
+            let store: Arc<dyn Store> =
+                Arc::new(EtcdStore::connect_with(&fleet.etcd).map_err(|e| {
+                    anyhow::anyhow!(
+                        "{}: {e} ({}; etcd_* in the config file)",
+                        kind.name(),
+                        e.failure.settings()
+                    )
+                })?);
             let tb = kind
                 .timebase(opts)?
                 .context("a node-based scheme has a time base")?;

@@ -261,6 +261,9 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     if !listen.ip().is_loopback() && config.tokens.is_empty() {
         eprintln!("idforge serve: warning: listening on {listen}, beyond this machine, with no bearer tokens: anyone who can reach it can take ids; set --tokens-file or IDFORGE_TOKENS");
     }
+    if let Some(w) = config.fleet.as_ref().and_then(|f| f.etcd.warning()) {
+        eprintln!("idforge serve: warning: {w}");
+    }
     // Joining a fleet talks to etcd and may wait: off the async workers.
     let app = tokio::task::spawn_blocking(move || App::open(config))
         .await
