@@ -90,13 +90,7 @@ mod with_etcd {
         let store = EtcdStore::connect(&p.endpoints).map_err(|e| {
             crate::failure::Fleet(format!("etcd at {}: {e}", p.endpoints.join(",")))
         })?;
-        let tb = kind
-            .timebase(opts)?
-            .expect("checked by plan: a node-based scheme");
-        let max = kind
-            .max_node(opts)?
-            .expect("checked by plan: a node-based scheme");
-        let mut fo = FleetOptions::new(p.namespace.clone(), max, tb);
+        let mut fo = FleetOptions::new(p.namespace.clone(), kind, opts)?;
         fo.ttl = p.ttl;
         let started = std::time::Instant::now();
         let member =

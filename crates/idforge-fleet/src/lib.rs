@@ -45,16 +45,14 @@
 //!
 //! let kind = Kind::from_name("snowflake", None)?;
 //! let store = Arc::new(MemoryStore::new());
-//! let tb = kind.timebase(&OpenOptions::default())?.unwrap();
-//! let max = kind.max_node(&OpenOptions::default())?.unwrap();
-//! let member = Member::join(store, FleetOptions::new("orders", max, tb))?;
+//! let member = Member::join(store, FleetOptions::new("orders", &kind, &OpenOptions::default())?)?;
 //! let g = Opened::open(&kind, &OpenOptions {
 //!     node: Some(member.node()),
 //!     cell: Some(member.cell()),
 //!     ..OpenOptions::default()
 //! })?;
 //! let id = g.next()?;
-//! assert!(member.node() <= max); // a never-used id first
+//! assert!(member.node() <= 1023); // a never-used id first
 //! member.shutdown()?;
 //! assert!(g.next().is_err()); // a member that gave its node id back issues nothing
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -62,6 +60,7 @@
 
 mod member;
 pub mod node;
+mod space;
 mod store;
 
 #[cfg(feature = "etcd")]
@@ -70,4 +69,5 @@ pub mod etcd;
 pub mod local;
 
 pub use member::{FleetError, FleetOptions, Member, Status};
+pub use space::layout_description;
 pub use store::{Claimed, MemoryStore, Scan, Store, StoreError};

@@ -6,6 +6,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use idforge::schemes::catalog::Kind;
+use idforge::schemes::open::OpenOptions;
 use idforge::{Error, StampCell, Timebase};
 
 use crate::store::{Store, StoreError};
@@ -32,6 +34,9 @@ pub struct FleetOptions {
     pub max_node: u64,
     /// The scheme's time base: converts reservations (Unix ns) to stamps.
     pub timebase: Timebase,
+    /// The id layout's canonical description ([`crate::layout_description`]): every field's
+    /// position and width, the fixed bits, the epoch and the tick. The namespace is bound to it.
+    pub layout: String,
     /// Written into the node key, for operators (default: host name and process id).
     pub holder: String,
     /// The clock compared with the marks and used for reservations: the wall clock unless set
@@ -49,6 +54,7 @@ impl std::fmt::Debug for FleetOptions {
             .field("join_timeout", &self.join_timeout)
             .field("max_node", &self.max_node)
             .field("timebase", &self.timebase)
+            .field("layout", &self.layout)
             .field("holder", &self.holder)
             .field("clock", &self.clock.as_ref().map(|c| c.now_ns()))
             .finish()
@@ -56,9 +62,29 @@ impl std::fmt::Debug for FleetOptions {
 }
 
 impl FleetOptions {
-    /// Defaults for a scheme with node ids `0..=max_node` and time base `timebase`.
-    pub fn new(namespace: impl Into<String>, max_node: u64, timebase: Timebase) -> Self {
-        FleetOptions {
+    /// Defaults for the ids of `kind` opened with `opts` (its host digits, for nanots-host): the
+    /// node range, time base and layout are the scheme's.
+    ///
+    /// # Errors
+    /// [`Error::NotApplicable`] for a kind without a node id to lease (uuid7, locality, ...);
+    /// bad host digits for nanots-host.
+    pub fn new(
+        namespace: impl Into<String>,
+        kind: &Kind,
+        opts: &OpenOptions,
+    ) -> Result<Self, Error> {
+        let (Some(timebase), Some(max_node), true) = (
+            kind.timebase(opts)?,
+            kind.max_node(opts)?,
+            kind.leases_node(),
+        ) else {
+            return Err(Error::NotApplicable {
+                scheme: kind.name().to_string(),
+                setting: "a node id leased from a fleet".into(),
+                why: "it has no node id (the fleet leases node ids of global-id, global-id-128, snowflake, sonyflake, nanots-host and custom layouts with a node field)".into(),
+            });
+        };
+        Ok(FleetOptions {
             namespace: namespace.into(),
             ttl: Duration::from_secs(10),
             reserve_ahead: Duration::from_secs(2),
@@ -68,9 +94,10 @@ impl FleetOptions {
             join_timeout: Duration::from_secs(10),
             max_node,
             timebase,
+            layout: crate::space::layout_description(kind, opts)?,
             holder: default_holder(),
             clock: None,
-        }
+        })
     }
 }
 
@@ -113,11 +140,22 @@ pub enum FleetError {
         waited: Duration,
     },
     /// The namespace is bound to another id space.
-    #[error("namespace {namespace:?} is used by another layout ({found}); this one is {expected}. Node ids of two layouts would collide: use a namespace per layout (--namespace)")]
+    #[error("namespace {namespace:?} is bound to another id layout: it holds {found:?}, and this process's is {expected:?}. Node ids shared by two layouts would hand out the same ids: use a namespace per layout (--namespace)")]
     SpecMismatch {
         /// The namespace.
         namespace: String,
         /// Its spec.
+        found: String,
+        /// This process's spec.
+        expected: String,
+    },
+    /// The namespace was bound by an idforge that recorded only the fields' widths, not their
+    /// positions: whether this layout is the one its processes use cannot be told.
+    #[error("namespace {namespace:?} was bound by an older idforge to {found:?}, which does not say where the fields sit, so this process's layout ({expected:?}) cannot be checked against it. Use a new namespace (--namespace), or stop every process of this one and bind it anew: etcdctl put /idforge/{namespace}/spec '{expected}'")]
+    LegacySpec {
+        /// The namespace.
+        namespace: String,
+        /// Its spec, in the old form.
         found: String,
         /// This process's spec.
         expected: String,
@@ -141,14 +179,16 @@ fn system_ns() -> u64 {
 }
 
 impl FleetOptions {
-    /// The id space a namespace is bound to: the time base and the node range. Processes with
-    /// another spec are refused in that namespace, so two layouts never share node ids (ids of
-    /// `nanots-host` with 2 and 3 host digits overlap, for one).
+    /// The id space a namespace is bound to: the layout's canonical description (every field's
+    /// position and width, fixed bits, epoch, tick), the stamps' time base and the node range.
+    /// A process with any other spec is refused in that namespace, so two layouts never share
+    /// node ids (two custom layouts with the same widths in another order, or `nanots-host` with
+    /// 2 and 3 host digits, would hand out the same ids).
     pub fn spec(&self) -> String {
         let tb = &self.timebase;
         format!(
-            "epoch_ns={} tick_ns={} time_bits={} counter_bits={} nodes=0-{}",
-            tb.epoch_ns, tb.tick_ns, tb.time_bits, tb.counter_bits, self.max_node
+            "layout={} stamps=epoch_ns:{},tick_ns:{},time_bits:{},counter_bits:{} nodes=0-{}",
+            self.layout, tb.epoch_ns, tb.tick_ns, tb.time_bits, tb.counter_bits, self.max_node
         )
     }
 
@@ -415,10 +455,19 @@ impl Member {
             waited,
         };
         if let Some(found) = retry(limit, || store.bind_spec(&ns, &opts.spec())).map_err(fail)? {
-            return Err(FleetError::SpecMismatch {
-                namespace: ns,
-                found,
-                expected: opts.spec(),
+            // Specs of idforge before the layout was recorded began with the epoch.
+            return Err(if found.starts_with("epoch_ns=") {
+                FleetError::LegacySpec {
+                    namespace: ns,
+                    found,
+                    expected: opts.spec(),
+                }
+            } else {
+                FleetError::SpecMismatch {
+                    namespace: ns,
+                    found,
+                    expected: opts.spec(),
+                }
             });
         }
         let sent = mono_ns();

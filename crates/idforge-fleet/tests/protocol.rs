@@ -12,8 +12,8 @@ use idforge_fleet::{FleetError, FleetOptions, Member, MemoryStore, Store};
 
 fn opts(ns: &str, max_node: u64) -> (Kind, FleetOptions) {
     let kind = Kind::from_name("snowflake", None).unwrap();
-    let tb = kind.timebase(&OpenOptions::default()).unwrap().unwrap();
-    let mut o = FleetOptions::new(ns, max_node, tb);
+    let mut o = FleetOptions::new(ns, &kind, &OpenOptions::default()).unwrap();
+    o.max_node = max_node;
     o.ttl = Duration::from_secs(1); // leases are whole seconds
     o.reserve_ahead = Duration::from_millis(400);
     o.join_timeout = Duration::from_secs(2);
@@ -195,6 +195,55 @@ fn a_namespace_is_bound_to_one_layout() {
     assert!(
         Member::join(store, wider).is_err(),
         "another node range is another id space"
+    );
+}
+
+/// Two custom layouts whose fields have the same widths in another order: their ids overlap
+/// (issue 18: 2,926 of 6,000,000 ids issued twice when they shared a namespace), so the second
+/// is refused, with both layouts named.
+#[test]
+fn two_layouts_that_differ_only_in_field_order_are_refused_in_one_namespace() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let layout = |spec: &str| {
+        let kind = Kind::from_name("custom", Some(spec)).unwrap();
+        let mut o = FleetOptions::new("custom-order", &kind, &OpenOptions::default()).unwrap();
+        o.join_timeout = Duration::from_secs(2);
+        o
+    };
+    let a = layout("time:41,node:10,counter:12");
+    let b = layout("node:10,time:41,counter:12");
+    assert_eq!(a.timebase, b.timebase, "the same widths, epoch and tick");
+    assert_eq!(a.max_node, b.max_node);
+    let _held = Member::join(store.clone(), a.clone()).unwrap();
+    let e = Member::join(store.clone(), b.clone()).unwrap_err();
+    assert!(matches!(e, FleetError::SpecMismatch { .. }), "{e}");
+    let text = e.to_string();
+    assert!(
+        text.contains("time[62..22] node[21..12] counter[11..0]")
+            && text.contains("node[62..53] time[52..12] counter[11..0]"),
+        "both layouts named: {text}"
+    );
+    assert!(text.contains("namespace per layout"), "{text}");
+    // The same layout joins; the other one in a namespace of its own too.
+    assert!(Member::join(store.clone(), a).is_ok());
+    let mut own = b;
+    own.namespace = "custom-order-b".into();
+    assert!(Member::join(store, own).is_ok());
+}
+
+#[test]
+fn a_namespace_bound_by_an_older_idforge_is_refused_with_how_to_rebind_it() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let (_, o) = opts("legacy", 3);
+    // What idforge wrote before the layout was part of the spec: widths only.
+    let old = "epoch_ns=1288834974657000000 tick_ns=1000000 time_bits=41 counter_bits=12 nodes=0-3";
+    assert_eq!(store.bind_spec("legacy", old).unwrap(), None);
+    let e = Member::join(store, o.clone()).unwrap_err();
+    assert!(matches!(e, FleetError::LegacySpec { .. }), "{e}");
+    assert!(
+        e.to_string()
+            .contains(&format!("etcdctl put /idforge/legacy/spec '{}'", o.spec())),
+        "{e}"
     );
 }
 

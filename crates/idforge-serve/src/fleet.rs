@@ -60,13 +60,7 @@ mod with_etcd {
                 EtcdStore::connect(&fleet.endpoints)
                     .with_context(|| format!("cannot reach etcd at {eps} (check --etcd)"))?,
             );
-            let tb = kind
-                .timebase(opts)?
-                .context("a node-based scheme has a time base")?;
-            let max = kind
-                .max_node(opts)?
-                .context("a node-based scheme has a largest node id")?;
-            let mut fo = FleetOptions::new(namespace(fleet, kind, opts), max, tb);
+            let mut fo = FleetOptions::new(namespace(fleet, kind, opts), kind, opts)?;
             fo.ttl = fleet.lease_ttl;
             let member = Member::join(store, fo).with_context(|| {
                 format!("{}: cannot lease a node id from etcd at {eps}", kind.name())
