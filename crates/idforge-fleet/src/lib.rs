@@ -58,6 +58,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod fork;
 mod member;
 pub mod node;
 mod space;

@@ -160,6 +160,9 @@ pub enum FleetError {
         /// This process's spec.
         expected: String,
     },
+    /// The handler that tells a forked child from its parent could not be registered.
+    #[error("cannot register the fork handler (pthread_atfork failed: out of memory): a forked child could not tell that it shares no lease and would issue its parent's ids, so no node id is leased")]
+    ForksUndetectable,
     /// The lease expired before the first reservation was written.
     #[error("the lease expired while joining namespace {0:?}; try again")]
     LeaseExpired(String),
@@ -235,6 +238,11 @@ struct Shared {
     store: Arc<dyn Store>,
     opts: FleetOptions,
     node: u64,
+    /// The process that joined, and the fork count it saw ([`crate::fork::generation`]): in a
+    /// forked child, whose copies of the lease, token, stamp and reservation are not its own
+    /// (and whose renewal thread does not exist), every id is refused.
+    pid: u32,
+    fork_generation: u64,
     /// The lease's time to live as granted (whole seconds, at most the one asked for).
     ttl_ns: AtomicU64,
     lease: AtomicI64,
@@ -258,6 +266,36 @@ struct Shared {
 }
 
 impl Shared {
+    /// Whether this process is a forked copy of the one that joined: one relaxed load, for
+    /// every id.
+    #[inline]
+    fn forked(&self) -> bool {
+        crate::fork::generation() != self.fork_generation
+    }
+
+    /// [`Shared::forked`], or another process id (a child made without `fork()`'s handlers):
+    /// for the paths that are not per id.
+    fn forked_or_other_pid(&self) -> bool {
+        self.forked() || std::process::id() != self.pid
+    }
+
+    /// The refusal in a forked child. Takes no lock: a lock held by one of the parent's threads
+    /// at the fork stays held forever in the child.
+    fn forked_error(&self) -> Error {
+        Error::LeaseLost {
+            node: self.node,
+            reason: self.forked_reason(),
+        }
+    }
+
+    fn forked_reason(&self) -> String {
+        format!(
+            "this process (pid {}) was forked from the holder of the lease (pid {}); a child shares neither the lease nor the stamp, so nothing is issued under them: join the fleet again in the child for a node id of its own",
+            std::process::id(),
+            self.pid
+        )
+    }
+
     fn lose(&self, reason: impl Into<String>) {
         let mut r = self.lost_reason.lock().unwrap_or_else(|e| e.into_inner());
         if r.is_none() {
@@ -353,6 +391,9 @@ impl StampCell for LeasedCell {
 
     fn raise_ceiling(&self, needed: u64) -> Result<u64, Error> {
         let s = &self.0;
+        if s.forked_or_other_pid() {
+            return Err(s.forked_error());
+        }
         if s.lost.load(SeqCst) {
             return Err(s.lost_error());
         }
@@ -390,6 +431,9 @@ impl StampCell for LeasedCell {
     #[inline]
     fn check_issued(&self, _now_ns: u64, _stamp: u64) -> Result<(), Error> {
         let s = &self.0;
+        if s.forked() {
+            return Err(s.forked_error());
+        }
         if s.lost.load(SeqCst) {
             return Err(s.lost_error());
         }
@@ -406,6 +450,11 @@ impl StampCell for LeasedCell {
 /// A process's membership: the node id it holds, the cell to open its scheme with, and a worker
 /// thread that renews the lease and extends the reservation. Dropping it shuts down cleanly
 /// ([`Member::shutdown`]).
+///
+/// The lease is the joining process's own. In a child made by `fork()`, every id of the leased
+/// cell is refused ([`Error::LeaseLost`]: "this process … was forked from the holder of the
+/// lease …; join the fleet again in the child"), [`Member::status`] says so, and shutting the
+/// copy down or dropping it does nothing: the parent keeps its node id and goes on issuing.
 pub struct Member {
     shared: Arc<Shared>,
     worker: Option<JoinHandle<()>>,
@@ -470,11 +519,16 @@ impl Member {
                 }
             });
         }
+        if !crate::fork::watch() {
+            return Err(FleetError::ForksUndetectable);
+        }
         let sent = mono_ns();
         let (lease, granted) = retry(limit, || store.grant(opts.ttl)).map_err(fail)?;
         let shared = Arc::new(Shared {
             store: store.clone(),
             node: 0,
+            pid: std::process::id(),
+            fork_generation: crate::fork::generation(),
             ttl_ns: AtomicU64::new(0),
             lease: AtomicI64::new(lease),
             token: AtomicI64::new(0),
@@ -652,6 +706,17 @@ impl Member {
     /// What the member holds now.
     pub fn status(&self) -> Status {
         let s = &self.shared;
+        if s.forked_or_other_pid() {
+            return Status {
+                namespace: s.opts.namespace.clone(),
+                node: s.node,
+                token: s.token.load(SeqCst),
+                reserved_ns: s.reserved_ns.load(SeqCst),
+                issuing: false,
+                lost: Some(s.forked_reason()),
+                store_calls: s.calls.load(SeqCst),
+            };
+        }
         let lost = s
             .lost_reason
             .lock()
@@ -680,6 +745,14 @@ impl Member {
 
     fn stop_now(&mut self) -> Result<(), StoreError> {
         let s = &self.shared;
+        if s.forked_or_other_pid() {
+            // A forked child's copy: the lease is the parent's, which goes on issuing under it.
+            // Giving it back would fence the parent; the renewal thread exists only in the
+            // parent (joining it here would wait forever). Nothing to do.
+            s.stop.store(true, SeqCst);
+            std::mem::forget(self.worker.take());
+            return Ok(());
+        }
         if s.stop.swap(true, SeqCst) {
             return Ok(());
         }
