@@ -880,7 +880,8 @@ fn rejoin(s: &Shared) -> bool {
     s.deadline.store(s.safe_deadline(sent), SeqCst);
     let want = s.opts.now_ns().max(hwm) + s.opts.reserve_ahead.as_nanos() as u64;
     {
-        // The old reservation belonged to the old token: write the new one unconditionally.
+        // The old reservation belonged to the old token: write the new one under the new token
+        // (above the mark read with the claim, so it raises it).
         let _g = s.raise.lock().unwrap_or_else(|e| e.into_inner());
         match s.call(|st| st.reserve(ns, s.node, claimed.token, want)) {
             Ok(true) => {

@@ -421,3 +421,35 @@ fn two_layouts_that_differ_only_in_field_order_are_refused_in_one_namespace() {
     );
     held.shutdown().unwrap();
 }
+
+/// A reservation only ever raises the mark: a write that arrives after a higher one (a delayed
+/// retry) leaves it as it is; a fenced one writes nothing.
+#[test]
+fn a_reservation_never_lowers_the_mark() {
+    let c = Cluster::start(1);
+    let store = c.store();
+    let t = 1_800_000_000_000_000_000u64;
+    let (lease, _) = store.grant(Duration::from_secs(5)).unwrap();
+    let claim = store.try_claim("rises", 0, lease, "test").unwrap().unwrap();
+    assert!(store
+        .reserve("rises", 0, claim.token, t + 2_000_000_000)
+        .unwrap());
+    assert!(store
+        .reserve("rises", 0, claim.token, t + 1_000_000_000)
+        .unwrap());
+    assert_eq!(
+        store.scan("rises").unwrap().hwm.get(&0),
+        Some(&(t + 2_000_000_000)),
+        "a later, lower write lowered the mark"
+    );
+    assert!(store
+        .reserve("rises", 0, claim.token, t + 3_000_000_000)
+        .unwrap());
+    assert!(!store
+        .reserve("rises", 0, claim.token + 1, t + 4_000_000_000)
+        .unwrap());
+    assert_eq!(
+        store.scan("rises").unwrap().hwm.get(&0),
+        Some(&(t + 3_000_000_000))
+    );
+}

@@ -2,13 +2,15 @@
 //! frozen holder's reservation, fencing, backoff while the store is down, clean shutdown.
 
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use idforge::schemes::catalog::Kind;
 use idforge::schemes::open::{OpenOptions, Opened};
 use idforge::Error;
-use idforge_fleet::{FleetError, FleetOptions, Member, MemoryStore, Store};
+use idforge_fleet::{
+    Claimed, FleetError, FleetOptions, Member, MemoryStore, Scan, Store, StoreError,
+};
 
 fn opts(ns: &str, max_node: u64) -> (Kind, FleetOptions) {
     let kind = Kind::from_name("snowflake", None).unwrap();
@@ -279,4 +281,97 @@ fn a_fractional_ttl_is_cut_to_whole_seconds_so_the_deadline_never_outlives_the_l
         ga.next().is_err(),
         "issuing past the granted lease's deadline"
     );
+}
+
+/// A store whose second reservation is delayed: the call fails as a timeout would, the write is
+/// kept and lands right after the member's next (higher) reservation. Reservations after that
+/// fail, so nothing raises the mark again before the test looks at it.
+struct DelayedWrite {
+    inner: MemoryStore,
+    /// (reservations seen, the one held back, whether it has landed).
+    state: Mutex<(u32, Option<(String, u64, i64, u64)>, bool)>,
+}
+
+impl Store for DelayedWrite {
+    fn grant(&self, ttl: Duration) -> Result<(i64, Duration), StoreError> {
+        self.inner.grant(ttl)
+    }
+    fn bind_spec(&self, ns: &str, spec: &str) -> Result<Option<String>, StoreError> {
+        self.inner.bind_spec(ns, spec)
+    }
+    fn check_owner(&self, ns: &str, node: u64, token: i64) -> Result<bool, StoreError> {
+        self.inner.check_owner(ns, node, token)
+    }
+    fn keep_alive(&self, lease: i64) -> Result<bool, StoreError> {
+        self.inner.keep_alive(lease)
+    }
+    fn revoke(&self, lease: i64) -> Result<(), StoreError> {
+        self.inner.revoke(lease)
+    }
+    fn scan(&self, ns: &str) -> Result<Scan, StoreError> {
+        self.inner.scan(ns)
+    }
+    fn try_claim(
+        &self,
+        ns: &str,
+        node: u64,
+        lease: i64,
+        holder: &str,
+    ) -> Result<Option<Claimed>, StoreError> {
+        self.inner.try_claim(ns, node, lease, holder)
+    }
+    fn reserve(&self, ns: &str, node: u64, token: i64, hwm_ns: u64) -> Result<bool, StoreError> {
+        let mut st = self.state.lock().unwrap();
+        st.0 += 1;
+        if st.0 == 2 {
+            st.1 = Some((ns.to_string(), node, token, hwm_ns));
+            return Err(StoreError::Unavailable(
+                "timed out (the write is delayed, not lost)".into(),
+            ));
+        }
+        if st.2 {
+            return Err(StoreError::Unavailable(
+                "down after the delayed write".into(),
+            ));
+        }
+        let r = self.inner.reserve(ns, node, token, hwm_ns);
+        if let Some((ns, node, token, hwm)) = st.1.take() {
+            // The delayed write lands after the later one.
+            let _ = self.inner.reserve(&ns, node, token, hwm);
+            st.2 = true;
+        }
+        r
+    }
+    fn release(&self, ns: &str, node: u64, token: i64, hwm_ns: u64) -> Result<bool, StoreError> {
+        self.inner.release(ns, node, token, hwm_ns)
+    }
+}
+
+/// Issue 18: a reservation written with an unconditional put could be lowered by a delayed
+/// write, below ids already issued under the later one.
+#[test]
+fn a_delayed_reservation_landing_after_a_later_one_never_lowers_the_mark() {
+    let store = Arc::new(DelayedWrite {
+        inner: MemoryStore::new(),
+        state: Mutex::new((0, None, false)),
+    });
+    let (_, o) = opts("delayed", 0);
+    let m = Member::join(store.clone(), o).unwrap();
+    let start = std::time::Instant::now();
+    while !store.state.lock().unwrap().2 {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "no delayed write landed: {:?}",
+            m.status()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let reserved = m.status().reserved_ns;
+    let mark = store.inner.hwm("delayed", 0).unwrap();
+    assert!(
+        mark >= reserved,
+        "the mark {mark} is {} ms below the reservation {reserved} the holder issues under",
+        (reserved - mark) / 1_000_000
+    );
+    m.shutdown().unwrap();
 }
