@@ -110,7 +110,8 @@ pub struct GenArgs {
     #[arg(long, value_name = "NAME")]
     namespace: Option<String>,
     /// With --etcd: the lease's time to live in seconds (default 10): how long a crashed
-    /// process's node id stays unavailable.
+    /// process's node id stays unavailable; without reaching etcd a process issues for 0.9 of it
+    /// after its last renewal, then fails.
     #[arg(long, value_name = "SECS")]
     lease_ttl: Option<u64>,
     /// Take the node id from this host's name, as a Kubernetes StatefulSet names its pods

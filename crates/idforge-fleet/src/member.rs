@@ -261,6 +261,9 @@ struct Shared {
     frozen: AtomicBool,
     /// Monotonic ns before which the hot path does not call a failing store.
     backoff_until: AtomicU64,
+    /// Whether the last call to the store answered: while it does not, a caller that needs time
+    /// reserved is refused at once instead of waiting on the store.
+    store_ok: AtomicBool,
     calls: AtomicU64,
     raise: Mutex<()>,
 }
@@ -335,6 +338,19 @@ impl Shared {
         r
     }
 
+    /// The wall-clock time (the protocol's clock) of the lease's safe end: what a reservation
+    /// must cover, so that a member cut off from the store issues until that deadline, never
+    /// stopping sooner for want of reserved time.
+    fn deadline_wall_ns(&self) -> u64 {
+        let left = self.deadline.load(SeqCst).saturating_sub(mono_ns());
+        self.opts.now_ns().saturating_add(left)
+    }
+
+    /// How far ahead of the lease's safe end time is reserved.
+    fn ahead_ns(&self) -> u64 {
+        self.opts.reserve_ahead.as_nanos() as u64
+    }
+
     /// The lease's safe end: renewal sent at `sent` + TTL, less a tenth for clock-rate error.
     fn safe_deadline(&self, sent: u64) -> u64 {
         let ttl = self.ttl_ns.load(SeqCst);
@@ -397,35 +413,37 @@ impl StampCell for LeasedCell {
         if s.lost.load(SeqCst) {
             return Err(s.lost_error());
         }
+        if mono_ns() > s.deadline.load(SeqCst) {
+            return Err(Error::LeaseLost {
+                node: s.node,
+                reason: "the lease could not be renewed before its deadline".into(),
+            });
+        }
+        let reserved = s.reserved_ns.load(SeqCst);
         let unavailable = |why: &str| Error::LeaseLost {
             node: s.node,
-            reason: format!("no time could be reserved: {why}"),
+            reason: format!(
+                "no time could be reserved past {} ({why}); the store is retried in the background",
+                idforge::time::format_unix_ns(i128::from(reserved), 3)
+            ),
         };
-        // While the store is failing, callers are refused without a call each: no storm.
-        if mono_ns() < s.backoff_until.load(SeqCst) {
-            return Err(unavailable("the store failed a moment ago"));
+        // While the store is failing, callers are refused at once, without a call each: no
+        // caller waits on a store that does not answer, and no storm against it.
+        if !s.store_ok.load(SeqCst) || mono_ns() < s.backoff_until.load(SeqCst) {
+            return Err(unavailable("the coordination store is not answering"));
         }
-        let tb = &s.opts.timebase;
-        let want =
-            time_of(tb, needed).max(s.opts.now_ns()) + s.opts.reserve_ahead.as_nanos() as u64;
-        // A few attempts within half a second ride out a leader election; one caller at a time
-        // (the others find the raised ceiling when they get the lock).
-        let mut last = None;
-        for attempt in 0..3u32 {
-            if mono_ns() > s.deadline.load(SeqCst) {
-                break;
+        // One attempt (one caller at a time: the others find the raised ceiling when they get
+        // the lock); the worker keeps retrying in the background.
+        let want = time_of(&s.opts.timebase, needed).max(s.deadline_wall_ns()) + s.ahead_ns();
+        match s.reserve_to(want) {
+            Ok(true) => Ok(s.ceiling.load(SeqCst)),
+            Ok(false) => Err(s.lost_error()),
+            Err(e) => {
+                s.store_ok.store(false, SeqCst);
+                s.backoff_until.store(mono_ns() + 200_000_000, SeqCst);
+                Err(unavailable(&e.to_string()))
             }
-            match s.reserve_to(want) {
-                Ok(true) => return Ok(s.ceiling.load(SeqCst)),
-                Ok(false) => return Err(s.lost_error()),
-                Err(e) => last = Some(e),
-            }
-            std::thread::sleep(Duration::from_millis(50) * 2u32.pow(attempt));
         }
-        s.backoff_until.store(mono_ns() + 200_000_000, SeqCst);
-        Err(unavailable(
-            &last.map_or("the lease deadline passed".into(), |e| e.to_string()),
-        ))
     }
 
     #[inline]
@@ -542,6 +560,7 @@ impl Member {
             stop: AtomicBool::new(false),
             frozen: AtomicBool::new(false),
             backoff_until: AtomicU64::new(0),
+            store_ok: AtomicBool::new(true),
             calls: AtomicU64::new(1),
             raise: Mutex::new(()),
             opts: opts.clone(),
@@ -565,7 +584,7 @@ impl Member {
         shared.token.store(claimed.token, SeqCst);
         // Every stamp whose time is at or before the mark counts as used.
         shared.stamp.store(last_stamp_at(tb, hwm), SeqCst);
-        let first = opts.now_ns().max(hwm) + opts.reserve_ahead.as_nanos() as u64;
+        let first = shared.deadline_wall_ns().max(hwm) + shared.ahead_ns();
         match retry(limit, || shared.reserve_to(first)) {
             Ok(true) => {}
             Ok(false) => {
@@ -666,7 +685,7 @@ impl Member {
                 }
                 let behind = Duration::from_nanos(hwm - now);
                 if behind <= opts.max_clock_wait {
-                    std::thread::sleep(behind + Duration::from_millis(1));
+                    wait_for_clock(s, lease, hwm)?;
                     return Ok((n, c));
                 }
                 // Too far behind this id's mark: give it back (mark unchanged), try another.
@@ -783,14 +802,43 @@ impl Drop for Member {
     }
 }
 
+/// How often the lease is renewed: `min(T/3, R/4)`, at least 20 ms.
+fn renew_interval(opts: &FleetOptions) -> Duration {
+    (opts.ttl / 3)
+        .min(opts.reserve_ahead / 4)
+        .max(Duration::from_millis(20))
+}
+
+/// Waits until the clock is past `hwm` (a mark a crashed holder reserved ahead, or a clock a
+/// little behind), renewing the lease meanwhile: the wait may be longer than a short lease (up
+/// to 3 s against 2 s), which would otherwise expire before the first reservation.
+fn wait_for_clock(s: &Shared, lease: i64, hwm: u64) -> Result<(), FleetError> {
+    let step = renew_interval(&s.opts);
+    loop {
+        let now = s.opts.now_ns();
+        if now > hwm {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_nanos(hwm - now + 1_000_000).min(step));
+        if s.opts.now_ns() > hwm {
+            return Ok(());
+        }
+        let sent = mono_ns();
+        match s.call(|st| st.keep_alive(lease)) {
+            Ok(true) => s.deadline.store(s.safe_deadline(sent), SeqCst),
+            Ok(false) => return Err(FleetError::LeaseExpired(s.opts.namespace.clone())),
+            // The deadline decides: past it, nothing is issued until a renewal.
+            Err(_) => {}
+        }
+    }
+}
+
 /// Renews the lease and extends the reservation until stopped; after a lost lease, claims the
 /// same node id again if it is free (its mark, written by this member or a later holder, puts
 /// the stamp above every id issued under it).
 fn worker(s: &Shared) {
     let ttl = s.opts.ttl;
-    let interval = (ttl / 3)
-        .min(s.opts.reserve_ahead / 4)
-        .max(Duration::from_millis(20));
+    let interval = renew_interval(&s.opts);
     let mut pause = interval;
     while !s.stop.load(SeqCst) {
         // Parking can return early (an unpark left by a scoped thread the store used, or a
@@ -811,7 +859,9 @@ fn worker(s: &Shared) {
         }
         let lease = s.lease.load(SeqCst);
         let sent = mono_ns();
-        match s.call(|st| st.keep_alive(lease)) {
+        let renewed = s.call(|st| st.keep_alive(lease));
+        s.store_ok.store(renewed.is_ok(), SeqCst);
+        match renewed {
             Ok(true) => {
                 // The lease lives; is the node key still ours? An operator's `etcdctl del`
                 // removes it under a live lease: stop at once, not at the next reservation.
@@ -822,7 +872,7 @@ fn worker(s: &Shared) {
                         continue;
                     }
                     Ok(true) => s.deadline.store(s.safe_deadline(sent), SeqCst),
-                    Err(_) => {}
+                    Err(_) => s.store_ok.store(false, SeqCst),
                 }
                 pause = interval;
             }
@@ -843,10 +893,15 @@ fn worker(s: &Shared) {
         if s.lost.load(SeqCst) {
             continue;
         }
-        let now = s.opts.now_ns();
-        let ahead = s.opts.reserve_ahead.as_nanos() as u64;
-        if s.reserved_ns.load(SeqCst) < now + ahead / 2 {
-            let _ = s.reserve_to(now + ahead);
+        // The reservation covers the lease's safe end and `R` beyond: cut off from the store,
+        // the member issues until the deadline (0.9 T after its last renewal), not only until
+        // its reservation runs out. Extended when less than `R/2` beyond the end is left.
+        let cover = s.deadline_wall_ns();
+        let ahead = s.ahead_ns();
+        if s.reserved_ns.load(SeqCst) < cover + ahead / 2 {
+            if s.reserve_to(cover + ahead).is_err() {
+                s.store_ok.store(false, SeqCst);
+            }
         }
     }
 }
@@ -878,7 +933,7 @@ fn rejoin(s: &Shared) -> bool {
     s.lease.store(lease, SeqCst);
     s.token.store(claimed.token, SeqCst);
     s.deadline.store(s.safe_deadline(sent), SeqCst);
-    let want = s.opts.now_ns().max(hwm) + s.opts.reserve_ahead.as_nanos() as u64;
+    let want = s.deadline_wall_ns().max(hwm) + s.ahead_ns();
     {
         // The old reservation belonged to the old token: write the new one under the new token
         // (above the mark read with the claim, so it raises it).

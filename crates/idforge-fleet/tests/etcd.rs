@@ -453,3 +453,50 @@ fn a_reservation_never_lowers_the_mark() {
         Some(&(t + 3_000_000_000))
     );
 }
+
+/// Issue 18: with etcd down a member stopped issuing when its reservation (R) ran out, about
+/// 2 s by default, not at `0.9 T` as documented, and each call then waited on etcd (6 s) before
+/// its error. Now it issues until `0.9 T` after its last renewal, then refuses every call at once.
+#[test]
+fn etcd_down_the_member_issues_until_0_9_ttl_then_refuses_at_once() {
+    let mut c = Cluster::start(1);
+    let mut o = snowflake_opts("down-09", 0);
+    o.ttl = Duration::from_secs(3); // deadline 2.7 s after the last renewal
+    o.reserve_ahead = Duration::from_millis(400); // renewals every 100 ms
+    let m = Member::join(c.store(), o).unwrap();
+    let g = snowflake_on(&m);
+    g.next().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    c.kill(0);
+    let down = Instant::now();
+    let (mut last_ok, mut first_refused, mut slowest) = (None, None, Duration::ZERO);
+    while down.elapsed() < Duration::from_millis(3500) {
+        let t = Instant::now();
+        let r = g.next();
+        slowest = slowest.max(t.elapsed());
+        match r {
+            Ok(_) => last_ok = Some(down.elapsed()),
+            Err(_) => {
+                first_refused.get_or_insert(down.elapsed());
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    eprintln!(
+        "etcd down: last id {last_ok:?}, first refusal {first_refused:?}, slowest call {slowest:?}"
+    );
+    let first_refused = first_refused.expect("refused once the deadline passed");
+    // The last renewal was at most a renewal interval and a call before etcd went down.
+    assert!(
+        first_refused >= Duration::from_millis(2200),
+        "stopped {first_refused:?} after etcd went down, before 0.9 T"
+    );
+    assert!(
+        last_ok.unwrap() <= Duration::from_millis(2700),
+        "issued past the deadline"
+    );
+    assert!(
+        slowest < Duration::from_millis(150),
+        "a call waited {slowest:?} on an etcd that is down"
+    );
+}

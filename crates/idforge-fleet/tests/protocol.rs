@@ -375,3 +375,148 @@ fn a_delayed_reservation_landing_after_a_later_one_never_lowers_the_mark() {
     );
     m.shutdown().unwrap();
 }
+
+/// Issue 18: a joiner may wait up to 3 s for its clock to pass a node id's mark while the
+/// shortest lease is 2 s (here 1 s): it renews the lease while it waits, instead of losing it.
+#[test]
+fn a_join_that_waits_for_its_clock_longer_than_the_lease_keeps_the_lease() {
+    let mem = Arc::new(MemoryStore::new());
+    let store: Arc<dyn Store> = mem.clone();
+    let (kind, o) = opts("slow-clock", 0); // TTL 1 s; max_clock_wait 3 s
+                                           // The only node id's mark is 1.6 s ahead of the clock (a holder that reserved ahead and
+                                           // stopped moments ago).
+    let mark = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        + 1_600_000_000;
+    let (lease, _) = store.grant(Duration::from_secs(5)).unwrap();
+    let c = store
+        .try_claim("slow-clock", 0, lease, "test")
+        .unwrap()
+        .unwrap();
+    assert!(store.release("slow-clock", 0, c.token, mark).unwrap());
+    let started = std::time::Instant::now();
+    let m = match Member::join(store, o) {
+        Ok(m) => m,
+        Err(e) => panic!("joining after a {:?} wait failed: {e}", started.elapsed()),
+    };
+    assert!(
+        started.elapsed() >= Duration::from_millis(1500),
+        "it waited"
+    );
+    let g = open(&kind, &m);
+    let first = g.next().unwrap();
+    assert!(kind_time(first) > mark / 1_000_000, "above the mark");
+    m.shutdown().unwrap();
+}
+
+/// A store that stops answering: each call takes 300 ms, then fails (an etcd cut off by a
+/// firewall, whose requests time out).
+struct Unanswering {
+    inner: MemoryStore,
+    down: std::sync::atomic::AtomicBool,
+}
+
+impl Unanswering {
+    fn gate(&self) -> Result<(), StoreError> {
+        if self.down.load(std::sync::atomic::Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(300));
+            return Err(StoreError::Unavailable("deadline exceeded".into()));
+        }
+        Ok(())
+    }
+}
+
+impl Store for Unanswering {
+    fn grant(&self, ttl: Duration) -> Result<(i64, Duration), StoreError> {
+        self.gate()?;
+        self.inner.grant(ttl)
+    }
+    fn bind_spec(&self, ns: &str, spec: &str) -> Result<Option<String>, StoreError> {
+        self.gate()?;
+        self.inner.bind_spec(ns, spec)
+    }
+    fn check_owner(&self, ns: &str, node: u64, token: i64) -> Result<bool, StoreError> {
+        self.gate()?;
+        self.inner.check_owner(ns, node, token)
+    }
+    fn keep_alive(&self, lease: i64) -> Result<bool, StoreError> {
+        self.gate()?;
+        self.inner.keep_alive(lease)
+    }
+    fn revoke(&self, lease: i64) -> Result<(), StoreError> {
+        self.gate()?;
+        self.inner.revoke(lease)
+    }
+    fn scan(&self, ns: &str) -> Result<Scan, StoreError> {
+        self.gate()?;
+        self.inner.scan(ns)
+    }
+    fn try_claim(
+        &self,
+        ns: &str,
+        node: u64,
+        lease: i64,
+        holder: &str,
+    ) -> Result<Option<Claimed>, StoreError> {
+        self.gate()?;
+        self.inner.try_claim(ns, node, lease, holder)
+    }
+    fn reserve(&self, ns: &str, node: u64, token: i64, hwm_ns: u64) -> Result<bool, StoreError> {
+        self.gate()?;
+        self.inner.reserve(ns, node, token, hwm_ns)
+    }
+    fn release(&self, ns: &str, node: u64, token: i64, hwm_ns: u64) -> Result<bool, StoreError> {
+        self.gate()?;
+        self.inner.release(ns, node, token, hwm_ns)
+    }
+}
+
+/// Issue 18: with the store unreachable a member stopped issuing when its reservation (R) ran
+/// out, not at `0.9 T` as documented, and each call then waited on the store (6 s with etcd)
+/// before its error. Now it issues until `0.9 T` after its last renewal, and then every call is
+/// refused at once.
+#[test]
+fn a_store_that_stops_answering_leaves_the_member_issuing_until_0_9_ttl_then_refusing_at_once() {
+    let store = Arc::new(Unanswering {
+        inner: MemoryStore::new(),
+        down: false.into(),
+    });
+    let (kind, mut o) = opts("unanswering", 0);
+    o.ttl = Duration::from_secs(2); // deadline 1.8 s after the last renewal
+    o.reserve_ahead = Duration::from_millis(400); // renewals every 100 ms
+    let m = Member::join(store.clone(), o).unwrap();
+    let g = open(&kind, &m);
+    g.next().unwrap();
+    std::thread::sleep(Duration::from_millis(300)); // a few renewals
+    store.down.store(true, std::sync::atomic::Ordering::SeqCst);
+    let down = std::time::Instant::now();
+    let mut log = Vec::new(); // (ms since down, ok, call ms)
+    while down.elapsed() < Duration::from_millis(2500) {
+        let t = down.elapsed();
+        let ok = g.next().is_ok();
+        log.push((t.as_millis(), ok, (down.elapsed() - t).as_millis()));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // The last renewal was at most 100 ms (plus a call) before the store went down: ids until
+    // 1.5 s at least, none after 1.8 s.
+    let refused_early: Vec<_> = log.iter().filter(|(t, ok, _)| *t < 1500 && !ok).collect();
+    assert!(
+        refused_early.is_empty(),
+        "refused before 0.9 T ({} calls, the first at {} ms after the store went down)",
+        refused_early.len(),
+        refused_early[0].0
+    );
+    assert!(
+        log.iter().all(|(t, ok, _)| *t <= 1800 || !ok),
+        "issued past the deadline"
+    );
+    let slowest = log.iter().map(|(_, _, d)| *d).max().unwrap();
+    assert!(
+        slowest < 150,
+        "a call waited {slowest} ms on a store that does not answer"
+    );
+    let e = g.next().unwrap_err();
+    assert!(matches!(e, Error::LeaseLost { .. }), "{e}");
+}
