@@ -898,10 +898,8 @@ fn worker(s: &Shared) {
         // its reservation runs out. Extended when less than `R/2` beyond the end is left.
         let cover = s.deadline_wall_ns();
         let ahead = s.ahead_ns();
-        if s.reserved_ns.load(SeqCst) < cover + ahead / 2 {
-            if s.reserve_to(cover + ahead).is_err() {
-                s.store_ok.store(false, SeqCst);
-            }
+        if s.reserved_ns.load(SeqCst) < cover + ahead / 2 && s.reserve_to(cover + ahead).is_err() {
+            s.store_ok.store(false, SeqCst);
         }
     }
 }

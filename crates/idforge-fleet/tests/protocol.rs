@@ -289,8 +289,11 @@ fn a_fractional_ttl_is_cut_to_whole_seconds_so_the_deadline_never_outlives_the_l
 struct DelayedWrite {
     inner: MemoryStore,
     /// (reservations seen, the one held back, whether it has landed).
-    state: Mutex<(u32, Option<(String, u64, i64, u64)>, bool)>,
+    state: Mutex<(u32, Option<Reservation>, bool)>,
 }
+
+/// A reservation's arguments: namespace, node, token, mark.
+type Reservation = (String, u64, i64, u64);
 
 impl Store for DelayedWrite {
     fn grant(&self, ttl: Duration) -> Result<(i64, Duration), StoreError> {
