@@ -187,13 +187,7 @@ mod with_etcd {
     /// Joins the fleet and points `opts` at the leased node id and cell.
     pub fn join(p: &FleetPlan, kind: &Kind, opts: &mut OpenOptions) -> anyhow::Result<Member> {
         let store = connect(&p.etcd)?;
-        let tb = kind
-            .timebase(opts)?
-            .expect("checked by plan: a node-based scheme");
-        let max = kind
-            .max_node(opts)?
-            .expect("checked by plan: a node-based scheme");
-        let mut fo = FleetOptions::new(p.namespace.clone(), max, tb);
+        let mut fo = FleetOptions::new(p.namespace.clone(), kind, opts)?;
         fo.ttl = p.ttl;
         let started = std::time::Instant::now();
         let member =

@@ -4,6 +4,7 @@
 use std::io::{self, IsTerminal};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
@@ -112,7 +113,8 @@ pub struct GenArgs {
     #[arg(long, value_name = "NAME")]
     namespace: Option<String>,
     /// With --etcd: the lease's time to live in seconds (default 10): how long a crashed
-    /// process's node id stays unavailable.
+    /// process's node id stays unavailable; without reaching etcd a process issues for 0.9 of it
+    /// after its last renewal, then fails.
     #[arg(long, value_name = "SECS")]
     lease_ttl: Option<u64>,
     /// Take the node id from this host's name, as a Kubernetes StatefulSet names its pods
@@ -182,16 +184,31 @@ pub fn run(a: GenArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let mut opts = plan.opts;
-    let member = match &plan.fleet {
-        Some(f) => Some(crate::fleet::join(f, &plan.kind, &mut opts)?),
+    let held = match &plan.fleet {
+        Some(f) => {
+            let held = Arc::new(Mutex::new(None));
+            // Held while joining: a SIGTERM or SIGINT that comes meanwhile is handled once the
+            // node id is held (or joining failed).
+            let mut slot = lock(&held);
+            release_on_signal(held.clone(), crate::fleet::leave)?;
+            *slot = Some(crate::fleet::join(f, &plan.kind, &mut opts)?);
+            drop(slot);
+            Some(held)
+        }
         None => None,
     };
-    let g = Opened::open(&plan.kind, &opts)?;
-    warn_if_not_signed64(&plan.kind, opts.node);
-    let format = g.text_format(plan.format.as_deref())?;
-    let written = crate::output::write_ids(&g, plan.count, format, plan.progress);
-    if let Some(m) = member {
-        crate::fleet::leave(m)?;
+    let written = (|| {
+        let g = Opened::open(&plan.kind, &opts)?;
+        warn_if_not_signed64(&plan.kind, opts.node);
+        let format = g.text_format(plan.format.as_deref())?;
+        crate::output::write_ids(&g, plan.count, format, plan.progress)
+    })();
+    if let Some(held) = held {
+        // Held while giving the node id back: a signal now waits for it, then ends the process.
+        let mut slot = lock(&held);
+        if let Some(m) = slot.take() {
+            crate::fleet::leave(m)?;
+        }
     }
     written?;
     Ok(ExitCode::SUCCESS)
@@ -210,6 +227,68 @@ fn warn_if_not_signed64(kind: &Kind, node: Option<u64>) {
             }
         }
     }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// With a node id leased from etcd: SIGTERM and SIGINT stop issuing and give the node id back
+/// (the last id's time as its mark, the node key deleted, the lease revoked) instead of leaving
+/// it taken until the lease expires; then the process ends by the signal, as without a handler
+/// (exit status 143 or 130 in a shell).
+///
+/// The two signals are blocked in this thread and so in every thread started after it (the
+/// member's renewal thread among them); a thread of its own waits for them with `sigwait`, so a
+/// main thread blocked writing to a full pipe does not delay the release.
+fn release_on_signal<M: Send + 'static>(
+    held: Arc<Mutex<Option<M>>>,
+    leave: fn(M) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    // SAFETY: a zeroed sigset_t is a valid argument to sigemptyset, which initialises it; the
+    // calls get valid pointers to locals.
+    let set = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        let rc = libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        if rc != 0 {
+            anyhow::bail!(
+                "cannot block SIGTERM and SIGINT to give the node id back on them: {}",
+                io::Error::from_raw_os_error(rc)
+            );
+        }
+        set
+    };
+    std::thread::Builder::new()
+        .name("idforge-signals".into())
+        .spawn(move || {
+            let mut sig: libc::c_int = 0;
+            // SAFETY: waits for one of the signals of `set`, blocked in every thread.
+            if unsafe { libc::sigwait(&set, &mut sig) } != 0 {
+                return;
+            }
+            // Whoever holds the membership gives it back: this thread, or the main thread
+            // already doing so (then this waits for it).
+            if let Some(m) = lock(&held).take() {
+                if let Err(e) = leave(m) {
+                    eprintln!("idforge: error: {e:#}");
+                }
+            }
+            // SAFETY: the default action for `sig`, unblocked in this thread, then raised in
+            // it: the process ends by the signal.
+            unsafe {
+                libc::signal(sig, libc::SIG_DFL);
+                let mut one: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut one);
+                libc::sigaddset(&mut one, sig);
+                libc::pthread_sigmask(libc::SIG_UNBLOCK, &one, std::ptr::null_mut());
+                libc::raise(sig);
+            }
+            std::process::exit(128 + sig);
+        })?;
+    Ok(())
 }
 
 fn plan(a: GenArgs) -> anyhow::Result<Plan> {

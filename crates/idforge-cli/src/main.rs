@@ -84,7 +84,8 @@ enum Command {
         /// Directory for the ids.
         #[arg(long)]
         out: std::path::PathBuf,
-        /// The generator: uuid7, or snowflake running ahead of the clock.
+        /// The generator: uuid7, snowflake running ahead of the clock, or fleet (snowflake
+        /// running ahead on a node id leased from an in-memory fleet).
         #[arg(long, value_enum, default_value = "uuid7")]
         scheme: torture::ForkScheme,
     },

@@ -64,7 +64,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "PREFIX")]
     namespace_prefix: Option<String>,
     /// With --etcd: the lease's time to live in seconds [default: 10]: how long a crashed
-    /// server's node ids stay taken, and how long it issues without reaching etcd.
+    /// server's node ids stay taken; without reaching etcd it issues for 0.9 of it after its
+    /// last renewal, then answers 503 at once.
     #[arg(long, value_name = "SECS")]
     lease_ttl: Option<u64>,
     /// Where ids take their time from, as `gen --clock`: auto [the default: the calibrated

@@ -4,7 +4,9 @@
 //!   with SIGKILL and restarted every few hundred milliseconds;
 //! * forks: processes that take ids, fork, and have parent and child keep taking ids from the same
 //!   in-process generator: `uuid7` (random bits), and Snowflake running ahead of the clock (no
-//!   random bits: only the stamp page shared across the fork keeps parent and child apart);
+//!   random bits: only the stamp page shared across the fork keeps parent and child apart); and
+//!   Snowflake running ahead on a node id leased from a fleet (an in-memory store: no etcd
+//!   needed), whose forked child must be refused every id and then joins the fleet itself;
 //! * threads: more threads than cores on one in-process generator, for a scheme whose counter
 //!   runs out (Snowflake, `Wait`) and one that runs ahead (GlobalId, `RunAhead`);
 //! * clock: threads on generators driven by a clock that an injector steps back by 1 ms to 35 min
@@ -94,15 +96,19 @@ pub enum ForkScheme {
     Uuid7,
     /// Snowflake node 3 running ahead of the clock: no random bits.
     Snowflake,
+    /// Snowflake running ahead on a node id leased from a fleet (in-memory store): the child's
+    /// inherited cell must refuse every id; it then joins the fleet itself.
+    Fleet,
 }
 
 impl ForkScheme {
-    const ALL: [ForkScheme; 2] = [ForkScheme::Uuid7, ForkScheme::Snowflake];
+    const ALL: [ForkScheme; 3] = [ForkScheme::Uuid7, ForkScheme::Snowflake, ForkScheme::Fleet];
 
     fn arg(self) -> &'static str {
         match self {
             ForkScheme::Uuid7 => "uuid7",
             ForkScheme::Snowflake => "snowflake",
+            ForkScheme::Fleet => "fleet",
         }
     }
 
@@ -110,6 +116,7 @@ impl ForkScheme {
         match self {
             ForkScheme::Uuid7 => "uuid7 (fork rounds: parent + child)",
             ForkScheme::Snowflake => "snowflake/node 3 (fork rounds, RunAhead)",
+            ForkScheme::Fleet => "snowflake/fleet lease (fork rounds)",
         }
     }
 
@@ -117,7 +124,7 @@ impl ForkScheme {
     fn width(self) -> usize {
         match self {
             ForkScheme::Uuid7 => 32,
-            ForkScheme::Snowflake => 16,
+            ForkScheme::Snowflake | ForkScheme::Fleet => 16,
         }
     }
 }
@@ -883,6 +890,7 @@ fn fork_round(
 /// write them to `<out>/<pid>` as hex lines. The parent fails if the forked child fails.
 pub fn fork_child(out: &Path, count: usize, scheme: ForkScheme) -> anyhow::Result<ExitCode> {
     let (g, before) = match scheme {
+        ForkScheme::Fleet => return fleet_fork(out, count),
         ForkScheme::Uuid7 => (Generator::new(&Scheme::Uuid7, None)?, 1_000),
         // RunAhead, and before the fork whole ticks at once: the stamp is 8 ms ahead of the
         // clock when the process forks, so parent and child both continue from it. On a private
@@ -950,6 +958,117 @@ fn fork_and_take(
             anyhow::bail!("the forked child failed: {status}");
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A Snowflake generator running ahead (1 s) on a node id leased from `store` (a 30 s lease, 8 s
+/// reserved ahead: nothing expires during a round).
+fn leased_snowflake(
+    store: &std::sync::Arc<dyn idforge_fleet::Store>,
+) -> anyhow::Result<(idforge_fleet::Member, idforge::schemes::open::Opened)> {
+    use idforge::schemes::catalog::Kind;
+    use idforge::schemes::open::{OpenOptions, Opened};
+    let kind = Kind::from_name("snowflake", None)?;
+    let mut o = idforge_fleet::FleetOptions::new("torture-fork", &kind, &OpenOptions::default())?;
+    o.ttl = Duration::from_secs(30);
+    o.reserve_ahead = Duration::from_secs(8);
+    let m = idforge_fleet::Member::join(store.clone(), o)?;
+    let g = Opened::open(
+        &kind,
+        &OpenOptions {
+            node: Some(m.node()),
+            cell: Some(m.cell()),
+            policy: Some(Policy {
+                on_exhausted: OnExhausted::RunAhead,
+                max_lead: Duration::from_secs(1),
+                on_clock_behind: OnClockBehind::Fail,
+            }),
+            ..OpenOptions::default()
+        },
+    )?;
+    Ok((m, g))
+}
+
+/// The fleet fork round: a member of an in-memory fleet takes ids 8 ticks ahead of the clock and
+/// forks. The parent takes `count` more. The child tries `count` ids on the inherited generator:
+/// every one must be refused as forked from the lease holder (an id it issued is written out, so
+/// the round's duplicate check sees it, and the child fails); then it drops its copy of the
+/// member (which must return and give nothing back), joins the fleet on its copy of the store
+/// (which knows the parent's claim) and takes `count` ids on a node id of its own.
+fn fleet_fork(out: &Path, count: usize) -> anyhow::Result<ExitCode> {
+    let store: std::sync::Arc<dyn idforge_fleet::Store> =
+        std::sync::Arc::new(idforge_fleet::MemoryStore::new());
+    let (member, g) = leased_snowflake(&store)?;
+    // No renewal from here to the fork: no thread of the parent holds the store's lock when the
+    // child, which has only the forking thread, joins on its copy.
+    member.freeze_renewals(true);
+    let mut ids = Vec::with_capacity(2 * count + 8 * 4_096);
+    while ids.len() < 8 * 4_096 {
+        ids.push(g.next()?);
+    }
+    // SAFETY: the only other thread is the member's renewal thread, frozen above and parked (it
+    // holds no lock); the child runs ordinary code on the forking thread.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        anyhow::bail!("fork failed: {}", std::io::Error::last_os_error());
+    }
+    let write = |ids: &[u128]| {
+        let mut text = String::with_capacity(ids.len() * 17);
+        for id in ids {
+            text.push_str(&format!("{id:016x}\n"));
+        }
+        std::fs::write(out.join(std::process::id().to_string()), text)
+    };
+    if pid == 0 {
+        ids.clear(); // the pre-fork ids belong to the parent's file
+        let mut other = None;
+        for _ in 0..count {
+            match g.next() {
+                Ok(id) => ids.push(id),
+                Err(e)
+                    if e.to_string()
+                        .contains("was forked from the holder of the lease") => {}
+                Err(e) => other = Some(e),
+            }
+        }
+        let inherited = ids.len();
+        // Written before the member is dropped, in case dropping fails: the round's duplicate
+        // check sees every id the child issued (the file is written again below).
+        write(&ids)?;
+        drop(g);
+        drop(member); // the parent's lease: nothing is given back
+        let (mine, g) = leased_snowflake(&store)?;
+        for _ in 0..count {
+            ids.push(g.next()?);
+        }
+        write(&ids)?;
+        mine.shutdown()?;
+        if inherited > 0 {
+            anyhow::bail!("the forked child issued {inherited} ids under its parent's lease");
+        }
+        if let Some(e) = other {
+            anyhow::bail!("the forked child was refused with an unexpected error: {e}");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    for _ in 0..count {
+        ids.push(g.next()?);
+    }
+    write(&ids)?;
+    let mut status = 0;
+    // SAFETY: waiting for our own child, into a local.
+    let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+    if r != pid {
+        anyhow::bail!(
+            "waiting for the forked child: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    let status = ExitStatus::from_raw(status);
+    if !status.success() {
+        anyhow::bail!("the forked child failed: {status}");
+    }
+    member.shutdown()?;
     Ok(ExitCode::SUCCESS)
 }
 

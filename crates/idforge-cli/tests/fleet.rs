@@ -297,3 +297,47 @@ fn a_wrong_password_an_untrusted_certificate_and_no_client_certificate_exit_6_wi
         assert!(o.stdout.is_empty(), "{what}");
     }
 }
+
+/// Issue 18: `gen --etcd` ended by SIGTERM left its node id taken until the lease expired. Now
+/// SIGTERM and SIGINT give it back (mark written, node key deleted, lease revoked) and the
+/// process still ends by the signal. Its output is never read here: the main thread is blocked
+/// writing to a full pipe when the signal comes.
+#[test]
+fn sigterm_and_sigint_give_the_node_id_back_at_once_and_end_by_the_signal() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::time::{Duration, Instant};
+    let c = LocalCluster::start(1);
+    let eps = c.endpoints().join(",");
+    let store = c.store();
+    for (sig, ns) in [(libc::SIGTERM, "sigterm"), (libc::SIGINT, "sigint")] {
+        let mut child = idforge()
+            .args(["gen", "snowflake", "--etcd", &eps, "--namespace", ns])
+            .args(["--lease-ttl", "30", "-n", "1000000000"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        while store.scan(ns).unwrap().held.is_empty() {
+            assert!(start.elapsed() < Duration::from_secs(20), "never joined");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(300)); // issuing, its pipe full
+                                                        // SAFETY: kill(2) on our own child, not yet reaped.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
+        let signalled = Instant::now();
+        let status = child.wait().unwrap();
+        let scan = store.scan(ns).unwrap();
+        let took = signalled.elapsed();
+        let mut err = String::new();
+        std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+        assert_eq!(status.signal(), Some(sig), "{status}: {err}");
+        assert!(
+            scan.held.is_empty(),
+            "the node id is still taken {took:?} after the signal (the lease's TTL is 30 s): {err}"
+        );
+        assert_eq!(scan.hwm.len(), 1, "its mark was written");
+        assert!(took < Duration::from_secs(5), "{took:?}");
+        eprintln!("{ns}: node id given back, process ended {took:?} after the signal");
+    }
+}

@@ -60,6 +60,16 @@ fn a_short_run_passes_and_leaves_an_existing_empty_directory_empty() {
         out.contains("snowflake/node 3 (fork rounds, RunAhead)"),
         "{out}"
     );
+    // The fleet's fork rounds ran and issued (a round whose child issued under its parent's
+    // lease fails the run instead).
+    let fleet = out
+        .lines()
+        .find(|l| l.contains("snowflake/fleet lease (fork rounds)"))
+        .unwrap_or_else(|| panic!("no fleet fork rounds: {out}"));
+    assert!(
+        fleet.contains(" 0 duplicates") && !fleet.contains(" 0 ids"),
+        "{fleet}"
+    );
     assert!(d.is_dir(), "the directory it was given stays");
     assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0, "and is empty");
     std::fs::remove_dir(d).unwrap();

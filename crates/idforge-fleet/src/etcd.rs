@@ -467,18 +467,71 @@ impl Store for EtcdStore {
     }
 
     fn reserve(&self, ns: &str, node: u64, token: i64, hwm_ns: u64) -> Result<bool, StoreError> {
+        // The mark only rises: read it (and its mod revision) under the token, then write only
+        // if it is still that version. A write of ours delayed past a later one (a call that
+        // timed out and was retried higher) finds the mark changed and is not applied; a lost
+        // compare reads the mark again, and a mark at or above `hwm_ns` is left as it is.
         let nk = self.node_key(ns, node);
         let hk = self.hwm_key(ns, node);
-        self.run(move |mut c| {
-            Box::pin(async move {
-                let txn = Txn::new()
-                    .when([Compare::create_revision(nk, CompareOp::Equal, token)])
-                    .and_then([TxnOp::put(hk, hwm_ns.to_string(), None)]);
-                c.txn(txn).await
+        let read = |resp: &etcd_client::TxnResponse| -> Result<(u64, i64), StoreError> {
+            for op in resp.op_responses() {
+                if let TxnOpResponse::Get(g) = op {
+                    if let Some(kv) = g.kvs().first() {
+                        return Ok((parse_u64(&hk, kv.value())?, kv.mod_revision()));
+                    }
+                }
+            }
+            Ok((0, 0)) // no mark yet: mod revision 0 compares equal to a missing key
+        };
+        let (nk1, hk1) = (nk.clone(), hk.clone());
+        let first = self
+            .run(move |mut c| {
+                Box::pin(async move {
+                    let txn = Txn::new()
+                        .when([Compare::create_revision(nk1, CompareOp::Equal, token)])
+                        .and_then([TxnOp::get(hk1, None)]);
+                    c.txn(txn).await
+                })
             })
-        })
-        .map(|r| r.succeeded())
-        .map_err(unavailable)
+            .map_err(unavailable)?;
+        if !first.succeeded() {
+            return Ok(false);
+        }
+        let (mut mark, mut rev) = read(&first)?;
+        // Each lost compare means the mark was written in between (by a delayed write of this
+        // holder: nobody else writes it under its token); a few rounds settle it.
+        for _ in 0..8 {
+            if mark >= hwm_ns {
+                return Ok(true);
+            }
+            let (nk2, hk2) = (nk.clone(), hk.clone());
+            let resp = self
+                .run(move |mut c| {
+                    Box::pin(async move {
+                        let txn = Txn::new()
+                            .when([
+                                Compare::create_revision(nk2, CompareOp::Equal, token),
+                                Compare::mod_revision(hk2.clone(), CompareOp::Equal, rev),
+                            ])
+                            .and_then([TxnOp::put(hk2.clone(), hwm_ns.to_string(), None)])
+                            .or_else([TxnOp::get(hk2, None)]);
+                        c.txn(txn).await
+                    })
+                })
+                .map_err(unavailable)?;
+            if resp.succeeded() {
+                return Ok(true);
+            }
+            // The token or the mark changed: a lost token fences at once, a changed mark is
+            // compared again.
+            (mark, rev) = read(&resp)?;
+            if !self.check_owner(ns, node, token)? {
+                return Ok(false);
+            }
+        }
+        Err(StoreError::Unavailable(format!(
+            "the mark at {hk} kept changing while it was being raised"
+        )))
     }
 
     fn release(&self, ns: &str, node: u64, token: i64, hwm_ns: u64) -> Result<bool, StoreError> {

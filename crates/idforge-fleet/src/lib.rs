@@ -16,16 +16,19 @@
 //!    used (lowest mark); on a lost race, the next candidate. The key's create revision is the
 //!    member's **fencing token**;
 //! 3. compares its wall clock with the mark: past it, go on; behind by at most a bounded wait
-//!    (1 s), wait; further behind, give the id back and try another, or fail with
-//!    [`FleetError::ClockBehind`] saying by how much;
-//! 4. **reserves time** before issuing: a write guarded by the token sets the mark to
-//!    `max(now, mark) + R` (R = 2 s). The sequencer never issues a stamp above the reservation
-//!    (`StampCell::ceiling`), and the worker extends it when less than `R/2` is left;
+//!    (3 s), wait, renewing the lease meanwhile; further behind, give the id back and try
+//!    another, or fail with [`FleetError::ClockBehind`] saying by how much;
+//! 4. **reserves time** before issuing: a write guarded by the token raises the mark to
+//!    `max(E, mark) + R` (R = 2 s), `E` the wall-clock time of the lease's deadline; the mark
+//!    only rises (a delayed write cannot lower it). The sequencer never issues a stamp above the
+//!    reservation (`StampCell::ceiling`), and the worker extends it when less than `R/2` is left
+//!    beyond the deadline, so a member cut off from the store issues until its deadline;
 //! 5. renews the lease every `min(T/3, R/4)`; every id is refused once the monotonic deadline
-//!    has passed without a renewal (`StampCell::check_issued`), and store errors back off
-//!    exponentially (to 2 s) instead of hammering a store that is down. After the lease is lost,
-//!    it claims the same node id again if it is still free (its stamp raised above the mark),
-//!    else it stays fenced;
+//!    has passed without a renewal (`StampCell::check_issued`), at once, without waiting on the
+//!    store; store errors back off exponentially (to 2 s) instead of hammering a store that is
+//!    down. A forked child's cell refuses every id (the lease is the parent's). After the lease
+//!    is lost, it claims the same node id again if it is still free (its stamp raised above the
+//!    mark), else it stays fenced;
 //! 6. on clean shutdown stops issuing, writes the time of its last stamp as the mark (never below
 //!    the mark it claimed the id with) and gives the id back.
 //!
@@ -45,24 +48,24 @@
 //!
 //! let kind = Kind::from_name("snowflake", None)?;
 //! let store = Arc::new(MemoryStore::new());
-//! let tb = kind.timebase(&OpenOptions::default())?.unwrap();
-//! let max = kind.max_node(&OpenOptions::default())?.unwrap();
-//! let member = Member::join(store, FleetOptions::new("orders", max, tb))?;
+//! let member = Member::join(store, FleetOptions::new("orders", &kind, &OpenOptions::default())?)?;
 //! let g = Opened::open(&kind, &OpenOptions {
 //!     node: Some(member.node()),
 //!     cell: Some(member.cell()),
 //!     ..OpenOptions::default()
 //! })?;
 //! let id = g.next()?;
-//! assert!(member.node() <= max); // a never-used id first
+//! assert!(member.node() <= 1023); // a never-used id first
 //! member.shutdown()?;
 //! assert!(g.next().is_err()); // a member that gave its node id back issues nothing
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 mod access;
+mod fork;
 mod member;
 pub mod node;
+mod space;
 mod store;
 
 #[cfg(feature = "etcd")]
@@ -72,4 +75,5 @@ pub mod local;
 
 pub use access::{ConnectError, EtcdOptions, Failure, Password};
 pub use member::{FleetError, FleetOptions, Member, Status};
+pub use space::layout_description;
 pub use store::{Claimed, MemoryStore, Scan, Store, StoreError};

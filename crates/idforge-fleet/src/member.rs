@@ -6,6 +6,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use idforge::schemes::catalog::Kind;
+use idforge::schemes::open::OpenOptions;
 use idforge::{Error, StampCell, Timebase};
 
 use crate::store::{Store, StoreError};
@@ -32,6 +34,9 @@ pub struct FleetOptions {
     pub max_node: u64,
     /// The scheme's time base: converts reservations (Unix ns) to stamps.
     pub timebase: Timebase,
+    /// The id layout's canonical description ([`crate::layout_description`]): every field's
+    /// position and width, the fixed bits, the epoch and the tick. The namespace is bound to it.
+    pub layout: String,
     /// Written into the node key, for operators (default: host name and process id).
     pub holder: String,
     /// The clock compared with the marks and used for reservations: the wall clock unless set
@@ -49,6 +54,7 @@ impl std::fmt::Debug for FleetOptions {
             .field("join_timeout", &self.join_timeout)
             .field("max_node", &self.max_node)
             .field("timebase", &self.timebase)
+            .field("layout", &self.layout)
             .field("holder", &self.holder)
             .field("clock", &self.clock.as_ref().map(|c| c.now_ns()))
             .finish()
@@ -56,9 +62,29 @@ impl std::fmt::Debug for FleetOptions {
 }
 
 impl FleetOptions {
-    /// Defaults for a scheme with node ids `0..=max_node` and time base `timebase`.
-    pub fn new(namespace: impl Into<String>, max_node: u64, timebase: Timebase) -> Self {
-        FleetOptions {
+    /// Defaults for the ids of `kind` opened with `opts` (its host digits, for nanots-host): the
+    /// node range, time base and layout are the scheme's.
+    ///
+    /// # Errors
+    /// [`Error::NotApplicable`] for a kind without a node id to lease (uuid7, locality, ...);
+    /// bad host digits for nanots-host.
+    pub fn new(
+        namespace: impl Into<String>,
+        kind: &Kind,
+        opts: &OpenOptions,
+    ) -> Result<Self, Error> {
+        let (Some(timebase), Some(max_node), true) = (
+            kind.timebase(opts)?,
+            kind.max_node(opts)?,
+            kind.leases_node(),
+        ) else {
+            return Err(Error::NotApplicable {
+                scheme: kind.name().to_string(),
+                setting: "a node id leased from a fleet".into(),
+                why: "it has no node id (the fleet leases node ids of global-id, global-id-128, snowflake, sonyflake, nanots-host and custom layouts with a node field)".into(),
+            });
+        };
+        Ok(FleetOptions {
             namespace: namespace.into(),
             ttl: Duration::from_secs(10),
             reserve_ahead: Duration::from_secs(2),
@@ -68,9 +94,10 @@ impl FleetOptions {
             join_timeout: Duration::from_secs(10),
             max_node,
             timebase,
+            layout: crate::space::layout_description(kind, opts)?,
             holder: default_holder(),
             clock: None,
-        }
+        })
     }
 }
 
@@ -113,7 +140,7 @@ pub enum FleetError {
         waited: Duration,
     },
     /// The namespace is bound to another id space.
-    #[error("namespace {namespace:?} is used by another layout ({found}); this one is {expected}. Node ids of two layouts would collide: use a namespace per layout (--namespace)")]
+    #[error("namespace {namespace:?} is bound to another id layout: it holds {found:?}, and this process's is {expected:?}. Node ids shared by two layouts would hand out the same ids: use a namespace per layout (--namespace)")]
     SpecMismatch {
         /// The namespace.
         namespace: String,
@@ -122,6 +149,20 @@ pub enum FleetError {
         /// This process's spec.
         expected: String,
     },
+    /// The namespace was bound by an idforge that recorded only the fields' widths, not their
+    /// positions: whether this layout is the one its processes use cannot be told.
+    #[error("namespace {namespace:?} was bound by an older idforge to {found:?}, which does not say where the fields sit, so this process's layout ({expected:?}) cannot be checked against it. Use a new namespace (--namespace), or stop every process of this one and bind it anew: etcdctl put /idforge/{namespace}/spec '{expected}'")]
+    LegacySpec {
+        /// The namespace.
+        namespace: String,
+        /// Its spec, in the old form.
+        found: String,
+        /// This process's spec.
+        expected: String,
+    },
+    /// The handler that tells a forked child from its parent could not be registered.
+    #[error("cannot register the fork handler (pthread_atfork failed: out of memory): a forked child could not tell that it shares no lease and would issue its parent's ids, so no node id is leased")]
+    ForksUndetectable,
     /// The lease expired before the first reservation was written.
     #[error("the lease expired while joining namespace {0:?}; try again")]
     LeaseExpired(String),
@@ -141,14 +182,16 @@ fn system_ns() -> u64 {
 }
 
 impl FleetOptions {
-    /// The id space a namespace is bound to: the time base and the node range. Processes with
-    /// another spec are refused in that namespace, so two layouts never share node ids (ids of
-    /// `nanots-host` with 2 and 3 host digits overlap, for one).
+    /// The id space a namespace is bound to: the layout's canonical description (every field's
+    /// position and width, fixed bits, epoch, tick), the stamps' time base and the node range.
+    /// A process with any other spec is refused in that namespace, so two layouts never share
+    /// node ids (two custom layouts with the same widths in another order, or `nanots-host` with
+    /// 2 and 3 host digits, would hand out the same ids).
     pub fn spec(&self) -> String {
         let tb = &self.timebase;
         format!(
-            "epoch_ns={} tick_ns={} time_bits={} counter_bits={} nodes=0-{}",
-            tb.epoch_ns, tb.tick_ns, tb.time_bits, tb.counter_bits, self.max_node
+            "layout={} stamps=epoch_ns:{},tick_ns:{},time_bits:{},counter_bits:{} nodes=0-{}",
+            self.layout, tb.epoch_ns, tb.tick_ns, tb.time_bits, tb.counter_bits, self.max_node
         )
     }
 
@@ -195,6 +238,11 @@ struct Shared {
     store: Arc<dyn Store>,
     opts: FleetOptions,
     node: u64,
+    /// The process that joined, and the fork count it saw ([`crate::fork::generation`]): in a
+    /// forked child, whose copies of the lease, token, stamp and reservation are not its own
+    /// (and whose renewal thread does not exist), every id is refused.
+    pid: u32,
+    fork_generation: u64,
     /// The lease's time to live as granted (whole seconds, at most the one asked for).
     ttl_ns: AtomicU64,
     lease: AtomicI64,
@@ -213,11 +261,44 @@ struct Shared {
     frozen: AtomicBool,
     /// Monotonic ns before which the hot path does not call a failing store.
     backoff_until: AtomicU64,
+    /// Whether the last call to the store answered: while it does not, a caller that needs time
+    /// reserved is refused at once instead of waiting on the store.
+    store_ok: AtomicBool,
     calls: AtomicU64,
     raise: Mutex<()>,
 }
 
 impl Shared {
+    /// Whether this process is a forked copy of the one that joined: one relaxed load, for
+    /// every id.
+    #[inline]
+    fn forked(&self) -> bool {
+        crate::fork::generation() != self.fork_generation
+    }
+
+    /// [`Shared::forked`], or another process id (a child made without `fork()`'s handlers):
+    /// for the paths that are not per id.
+    fn forked_or_other_pid(&self) -> bool {
+        self.forked() || std::process::id() != self.pid
+    }
+
+    /// The refusal in a forked child. Takes no lock: a lock held by one of the parent's threads
+    /// at the fork stays held forever in the child.
+    fn forked_error(&self) -> Error {
+        Error::LeaseLost {
+            node: self.node,
+            reason: self.forked_reason(),
+        }
+    }
+
+    fn forked_reason(&self) -> String {
+        format!(
+            "this process (pid {}) was forked from the holder of the lease (pid {}); a child shares neither the lease nor the stamp, so nothing is issued under them: join the fleet again in the child for a node id of its own",
+            std::process::id(),
+            self.pid
+        )
+    }
+
     fn lose(&self, reason: impl Into<String>) {
         let mut r = self.lost_reason.lock().unwrap_or_else(|e| e.into_inner());
         if r.is_none() {
@@ -255,6 +336,19 @@ impl Shared {
             );
         }
         r
+    }
+
+    /// The wall-clock time (the protocol's clock) of the lease's safe end: what a reservation
+    /// must cover, so that a member cut off from the store issues until that deadline, never
+    /// stopping sooner for want of reserved time.
+    fn deadline_wall_ns(&self) -> u64 {
+        let left = self.deadline.load(SeqCst).saturating_sub(mono_ns());
+        self.opts.now_ns().saturating_add(left)
+    }
+
+    /// How far ahead of the lease's safe end time is reserved.
+    fn ahead_ns(&self) -> u64 {
+        self.opts.reserve_ahead.as_nanos() as u64
     }
 
     /// The lease's safe end: renewal sent at `sent` + TTL, less a tenth for clock-rate error.
@@ -313,43 +407,51 @@ impl StampCell for LeasedCell {
 
     fn raise_ceiling(&self, needed: u64) -> Result<u64, Error> {
         let s = &self.0;
+        if s.forked_or_other_pid() {
+            return Err(s.forked_error());
+        }
         if s.lost.load(SeqCst) {
             return Err(s.lost_error());
         }
+        if mono_ns() > s.deadline.load(SeqCst) {
+            return Err(Error::LeaseLost {
+                node: s.node,
+                reason: "the lease could not be renewed before its deadline".into(),
+            });
+        }
+        let reserved = s.reserved_ns.load(SeqCst);
         let unavailable = |why: &str| Error::LeaseLost {
             node: s.node,
-            reason: format!("no time could be reserved: {why}"),
+            reason: format!(
+                "no time could be reserved past {} ({why}); the store is retried in the background",
+                idforge::time::format_unix_ns(i128::from(reserved), 3)
+            ),
         };
-        // While the store is failing, callers are refused without a call each: no storm.
-        if mono_ns() < s.backoff_until.load(SeqCst) {
-            return Err(unavailable("the store failed a moment ago"));
+        // While the store is failing, callers are refused at once, without a call each: no
+        // caller waits on a store that does not answer, and no storm against it.
+        if !s.store_ok.load(SeqCst) || mono_ns() < s.backoff_until.load(SeqCst) {
+            return Err(unavailable("the coordination store is not answering"));
         }
-        let tb = &s.opts.timebase;
-        let want =
-            time_of(tb, needed).max(s.opts.now_ns()) + s.opts.reserve_ahead.as_nanos() as u64;
-        // A few attempts within half a second ride out a leader election; one caller at a time
-        // (the others find the raised ceiling when they get the lock).
-        let mut last = None;
-        for attempt in 0..3u32 {
-            if mono_ns() > s.deadline.load(SeqCst) {
-                break;
+        // One attempt (one caller at a time: the others find the raised ceiling when they get
+        // the lock); the worker keeps retrying in the background.
+        let want = time_of(&s.opts.timebase, needed).max(s.deadline_wall_ns()) + s.ahead_ns();
+        match s.reserve_to(want) {
+            Ok(true) => Ok(s.ceiling.load(SeqCst)),
+            Ok(false) => Err(s.lost_error()),
+            Err(e) => {
+                s.store_ok.store(false, SeqCst);
+                s.backoff_until.store(mono_ns() + 200_000_000, SeqCst);
+                Err(unavailable(&e.to_string()))
             }
-            match s.reserve_to(want) {
-                Ok(true) => return Ok(s.ceiling.load(SeqCst)),
-                Ok(false) => return Err(s.lost_error()),
-                Err(e) => last = Some(e),
-            }
-            std::thread::sleep(Duration::from_millis(50) * 2u32.pow(attempt));
         }
-        s.backoff_until.store(mono_ns() + 200_000_000, SeqCst);
-        Err(unavailable(
-            &last.map_or("the lease deadline passed".into(), |e| e.to_string()),
-        ))
     }
 
     #[inline]
     fn check_issued(&self, _now_ns: u64, _stamp: u64) -> Result<(), Error> {
         let s = &self.0;
+        if s.forked() {
+            return Err(s.forked_error());
+        }
         if s.lost.load(SeqCst) {
             return Err(s.lost_error());
         }
@@ -366,6 +468,11 @@ impl StampCell for LeasedCell {
 /// A process's membership: the node id it holds, the cell to open its scheme with, and a worker
 /// thread that renews the lease and extends the reservation. Dropping it shuts down cleanly
 /// ([`Member::shutdown`]).
+///
+/// The lease is the joining process's own. In a child made by `fork()`, every id of the leased
+/// cell is refused ([`Error::LeaseLost`]: "this process … was forked from the holder of the
+/// lease …; join the fleet again in the child"), [`Member::status`] says so, and shutting the
+/// copy down or dropping it does nothing: the parent keeps its node id and goes on issuing.
 pub struct Member {
     shared: Arc<Shared>,
     worker: Option<JoinHandle<()>>,
@@ -415,17 +522,31 @@ impl Member {
             waited,
         };
         if let Some(found) = retry(limit, || store.bind_spec(&ns, &opts.spec())).map_err(fail)? {
-            return Err(FleetError::SpecMismatch {
-                namespace: ns,
-                found,
-                expected: opts.spec(),
+            // Specs of idforge before the layout was recorded began with the epoch.
+            return Err(if found.starts_with("epoch_ns=") {
+                FleetError::LegacySpec {
+                    namespace: ns,
+                    found,
+                    expected: opts.spec(),
+                }
+            } else {
+                FleetError::SpecMismatch {
+                    namespace: ns,
+                    found,
+                    expected: opts.spec(),
+                }
             });
+        }
+        if !crate::fork::watch() {
+            return Err(FleetError::ForksUndetectable);
         }
         let sent = mono_ns();
         let (lease, granted) = retry(limit, || store.grant(opts.ttl)).map_err(fail)?;
         let shared = Arc::new(Shared {
             store: store.clone(),
             node: 0,
+            pid: std::process::id(),
+            fork_generation: crate::fork::generation(),
             ttl_ns: AtomicU64::new(0),
             lease: AtomicI64::new(lease),
             token: AtomicI64::new(0),
@@ -439,6 +560,7 @@ impl Member {
             stop: AtomicBool::new(false),
             frozen: AtomicBool::new(false),
             backoff_until: AtomicU64::new(0),
+            store_ok: AtomicBool::new(true),
             calls: AtomicU64::new(1),
             raise: Mutex::new(()),
             opts: opts.clone(),
@@ -462,7 +584,7 @@ impl Member {
         shared.token.store(claimed.token, SeqCst);
         // Every stamp whose time is at or before the mark counts as used.
         shared.stamp.store(last_stamp_at(tb, hwm), SeqCst);
-        let first = opts.now_ns().max(hwm) + opts.reserve_ahead.as_nanos() as u64;
+        let first = shared.deadline_wall_ns().max(hwm) + shared.ahead_ns();
         match retry(limit, || shared.reserve_to(first)) {
             Ok(true) => {}
             Ok(false) => {
@@ -563,7 +685,7 @@ impl Member {
                 }
                 let behind = Duration::from_nanos(hwm - now);
                 if behind <= opts.max_clock_wait {
-                    std::thread::sleep(behind + Duration::from_millis(1));
+                    wait_for_clock(s, lease, hwm)?;
                     return Ok((n, c));
                 }
                 // Too far behind this id's mark: give it back (mark unchanged), try another.
@@ -603,6 +725,17 @@ impl Member {
     /// What the member holds now.
     pub fn status(&self) -> Status {
         let s = &self.shared;
+        if s.forked_or_other_pid() {
+            return Status {
+                namespace: s.opts.namespace.clone(),
+                node: s.node,
+                token: s.token.load(SeqCst),
+                reserved_ns: s.reserved_ns.load(SeqCst),
+                issuing: false,
+                lost: Some(s.forked_reason()),
+                store_calls: s.calls.load(SeqCst),
+            };
+        }
         let lost = s
             .lost_reason
             .lock()
@@ -631,6 +764,14 @@ impl Member {
 
     fn stop_now(&mut self) -> Result<(), StoreError> {
         let s = &self.shared;
+        if s.forked_or_other_pid() {
+            // A forked child's copy: the lease is the parent's, which goes on issuing under it.
+            // Giving it back would fence the parent; the renewal thread exists only in the
+            // parent (joining it here would wait forever). Nothing to do.
+            s.stop.store(true, SeqCst);
+            std::mem::forget(self.worker.take());
+            return Ok(());
+        }
         if s.stop.swap(true, SeqCst) {
             return Ok(());
         }
@@ -661,14 +802,43 @@ impl Drop for Member {
     }
 }
 
+/// How often the lease is renewed: `min(T/3, R/4)`, at least 20 ms.
+fn renew_interval(opts: &FleetOptions) -> Duration {
+    (opts.ttl / 3)
+        .min(opts.reserve_ahead / 4)
+        .max(Duration::from_millis(20))
+}
+
+/// Waits until the clock is past `hwm` (a mark a crashed holder reserved ahead, or a clock a
+/// little behind), renewing the lease meanwhile: the wait may be longer than a short lease (up
+/// to 3 s against 2 s), which would otherwise expire before the first reservation.
+fn wait_for_clock(s: &Shared, lease: i64, hwm: u64) -> Result<(), FleetError> {
+    let step = renew_interval(&s.opts);
+    loop {
+        let now = s.opts.now_ns();
+        if now > hwm {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_nanos(hwm - now + 1_000_000).min(step));
+        if s.opts.now_ns() > hwm {
+            return Ok(());
+        }
+        let sent = mono_ns();
+        match s.call(|st| st.keep_alive(lease)) {
+            Ok(true) => s.deadline.store(s.safe_deadline(sent), SeqCst),
+            Ok(false) => return Err(FleetError::LeaseExpired(s.opts.namespace.clone())),
+            // The deadline decides: past it, nothing is issued until a renewal.
+            Err(_) => {}
+        }
+    }
+}
+
 /// Renews the lease and extends the reservation until stopped; after a lost lease, claims the
 /// same node id again if it is free (its mark, written by this member or a later holder, puts
 /// the stamp above every id issued under it).
 fn worker(s: &Shared) {
     let ttl = s.opts.ttl;
-    let interval = (ttl / 3)
-        .min(s.opts.reserve_ahead / 4)
-        .max(Duration::from_millis(20));
+    let interval = renew_interval(&s.opts);
     let mut pause = interval;
     while !s.stop.load(SeqCst) {
         // Parking can return early (an unpark left by a scoped thread the store used, or a
@@ -689,7 +859,9 @@ fn worker(s: &Shared) {
         }
         let lease = s.lease.load(SeqCst);
         let sent = mono_ns();
-        match s.call(|st| st.keep_alive(lease)) {
+        let renewed = s.call(|st| st.keep_alive(lease));
+        s.store_ok.store(renewed.is_ok(), SeqCst);
+        match renewed {
             Ok(true) => {
                 // The lease lives; is the node key still ours? An operator's `etcdctl del`
                 // removes it under a live lease: stop at once, not at the next reservation.
@@ -700,7 +872,7 @@ fn worker(s: &Shared) {
                         continue;
                     }
                     Ok(true) => s.deadline.store(s.safe_deadline(sent), SeqCst),
-                    Err(_) => {}
+                    Err(_) => s.store_ok.store(false, SeqCst),
                 }
                 pause = interval;
             }
@@ -721,10 +893,13 @@ fn worker(s: &Shared) {
         if s.lost.load(SeqCst) {
             continue;
         }
-        let now = s.opts.now_ns();
-        let ahead = s.opts.reserve_ahead.as_nanos() as u64;
-        if s.reserved_ns.load(SeqCst) < now + ahead / 2 {
-            let _ = s.reserve_to(now + ahead);
+        // The reservation covers the lease's safe end and `R` beyond: cut off from the store,
+        // the member issues until the deadline (0.9 T after its last renewal), not only until
+        // its reservation runs out. Extended when less than `R/2` beyond the end is left.
+        let cover = s.deadline_wall_ns();
+        let ahead = s.ahead_ns();
+        if s.reserved_ns.load(SeqCst) < cover + ahead / 2 && s.reserve_to(cover + ahead).is_err() {
+            s.store_ok.store(false, SeqCst);
         }
     }
 }
@@ -756,9 +931,10 @@ fn rejoin(s: &Shared) -> bool {
     s.lease.store(lease, SeqCst);
     s.token.store(claimed.token, SeqCst);
     s.deadline.store(s.safe_deadline(sent), SeqCst);
-    let want = s.opts.now_ns().max(hwm) + s.opts.reserve_ahead.as_nanos() as u64;
+    let want = s.deadline_wall_ns().max(hwm) + s.ahead_ns();
     {
-        // The old reservation belonged to the old token: write the new one unconditionally.
+        // The old reservation belonged to the old token: write the new one under the new token
+        // (above the mark read with the claim, so it raises it).
         let _g = s.raise.lock().unwrap_or_else(|e| e.into_inner());
         match s.call(|st| st.reserve(ns, s.node, claimed.token, want)) {
             Ok(true) => {

@@ -52,7 +52,8 @@ pub struct Claimed {
 /// The operations of the protocol, each one atomic in the store. Implementations must make
 /// `try_claim` and `reserve` transactions: the claim creates the node key only if it does not
 /// exist and reads the high-water mark in the same step; `reserve` and `release` write only while
-/// the node key still has the creation revision `token`.
+/// the node key still has the creation revision `token`, and `reserve` only ever raises the mark
+/// (a write delayed past a later one, as a retried call can be, must not lower it).
 pub trait Store: Send + Sync {
     /// Grants a lease of `ttl` (whole seconds); returns its id and the time to live the store
     /// granted (it may grant less).
@@ -98,8 +99,10 @@ pub trait Store: Send + Sync {
         lease: i64,
         holder: &str,
     ) -> Result<Option<Claimed>, StoreError>;
-    /// Sets the high-water mark of `node` to `hwm_ns` if the claim `token` still holds it;
-    /// `Ok(false)` if it does not (the lease expired: the process is fenced).
+    /// Raises the high-water mark of `node` to `hwm_ns` if the claim `token` still holds it: a
+    /// mark already at or above `hwm_ns` is left as it is, so the mark only rises whatever order
+    /// the writes arrive in. `Ok(false)` if the claim does not hold it (the lease expired: the
+    /// process is fenced).
     ///
     /// # Errors
     /// [`StoreError::Unavailable`].
@@ -307,6 +310,9 @@ impl Store for MemoryStore {
         let key = (namespace.to_string(), node);
         if m.nodes.get(&key).map(|(_, t)| *t) != Some(token) {
             return Ok(false);
+        }
+        if m.hwm.get(&key).is_some_and(|h| *h >= hwm_ns) {
+            return Ok(true); // the mark only rises
         }
         m.revision += 1;
         m.hwm.insert(key, hwm_ns);

@@ -66,11 +66,9 @@ fn signal(child: &Child, sig: i32) {
 
 fn snowflake_opts(ns: &str, max_node: u64) -> FleetOptions {
     let kind = idforge::schemes::catalog::Kind::from_name("snowflake", None).unwrap();
-    let tb = kind
-        .timebase(&idforge::schemes::open::OpenOptions::default())
-        .unwrap()
-        .unwrap();
-    let mut o = FleetOptions::new(ns, max_node, tb);
+    let mut o =
+        FleetOptions::new(ns, &kind, &idforge::schemes::open::OpenOptions::default()).unwrap();
+    o.max_node = max_node;
     o.ttl = Duration::from_secs(2);
     o.reserve_ahead = Duration::from_millis(400);
     o
@@ -545,4 +543,111 @@ fn the_least_privilege_role_is_enough_to_join_reserve_renew_and_release_over_tls
     let m = Member::join(by_cert, snowflake_opts("rbac", 3)).unwrap();
     snowflake_on(&m).next().unwrap();
     m.shutdown().unwrap();
+}
+
+/// Two custom layouts with the same widths in another order share no namespace: their ids
+/// overlap (issue 18: 2,926 of 6,000,000 ids issued twice). Refused naming both layouts.
+#[test]
+fn two_layouts_that_differ_only_in_field_order_are_refused_in_one_namespace() {
+    let c = Cluster::start(1);
+    let layout = |spec: &str| {
+        let kind = idforge::schemes::catalog::Kind::from_name("custom", Some(spec)).unwrap();
+        FleetOptions::new(
+            "order",
+            &kind,
+            &idforge::schemes::open::OpenOptions::default(),
+        )
+        .unwrap()
+    };
+    let a = layout("time:41,node:10,counter:12");
+    let b = layout("node:10,time:41,counter:12");
+    let held = Member::join(c.store(), a).unwrap();
+    let e = Member::join(c.store(), b).unwrap_err();
+    assert!(matches!(e, FleetError::SpecMismatch { .. }), "{e}");
+    let text = e.to_string();
+    assert!(
+        text.contains("time[62..22] node[21..12] counter[11..0]")
+            && text.contains("node[62..53] time[52..12] counter[11..0]"),
+        "both layouts named: {text}"
+    );
+    held.shutdown().unwrap();
+}
+
+/// A reservation only ever raises the mark: a write that arrives after a higher one (a delayed
+/// retry) leaves it as it is; a fenced one writes nothing.
+#[test]
+fn a_reservation_never_lowers_the_mark() {
+    let c = Cluster::start(1);
+    let store = c.store();
+    let t = 1_800_000_000_000_000_000u64;
+    let (lease, _) = store.grant(Duration::from_secs(5)).unwrap();
+    let claim = store.try_claim("rises", 0, lease, "test").unwrap().unwrap();
+    assert!(store
+        .reserve("rises", 0, claim.token, t + 2_000_000_000)
+        .unwrap());
+    assert!(store
+        .reserve("rises", 0, claim.token, t + 1_000_000_000)
+        .unwrap());
+    assert_eq!(
+        store.scan("rises").unwrap().hwm.get(&0),
+        Some(&(t + 2_000_000_000)),
+        "a later, lower write lowered the mark"
+    );
+    assert!(store
+        .reserve("rises", 0, claim.token, t + 3_000_000_000)
+        .unwrap());
+    assert!(!store
+        .reserve("rises", 0, claim.token + 1, t + 4_000_000_000)
+        .unwrap());
+    assert_eq!(
+        store.scan("rises").unwrap().hwm.get(&0),
+        Some(&(t + 3_000_000_000))
+    );
+}
+
+/// Issue 18: with etcd down a member stopped issuing when its reservation (R) ran out, about
+/// 2 s by default, not at `0.9 T` as documented, and each call then waited on etcd (6 s) before
+/// its error. Now it issues until `0.9 T` after its last renewal, then refuses every call at once.
+#[test]
+fn etcd_down_the_member_issues_until_0_9_ttl_then_refuses_at_once() {
+    let mut c = Cluster::start(1);
+    let mut o = snowflake_opts("down-09", 0);
+    o.ttl = Duration::from_secs(3); // deadline 2.7 s after the last renewal
+    o.reserve_ahead = Duration::from_millis(400); // renewals every 100 ms
+    let m = Member::join(c.store(), o).unwrap();
+    let g = snowflake_on(&m);
+    g.next().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    c.kill(0);
+    let down = Instant::now();
+    let (mut last_ok, mut first_refused, mut slowest) = (None, None, Duration::ZERO);
+    while down.elapsed() < Duration::from_millis(3500) {
+        let t = Instant::now();
+        let r = g.next();
+        slowest = slowest.max(t.elapsed());
+        match r {
+            Ok(_) => last_ok = Some(down.elapsed()),
+            Err(_) => {
+                first_refused.get_or_insert(down.elapsed());
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    eprintln!(
+        "etcd down: last id {last_ok:?}, first refusal {first_refused:?}, slowest call {slowest:?}"
+    );
+    let first_refused = first_refused.expect("refused once the deadline passed");
+    // The last renewal was at most a renewal interval and a call before etcd went down.
+    assert!(
+        first_refused >= Duration::from_millis(2200),
+        "stopped {first_refused:?} after etcd went down, before 0.9 T"
+    );
+    assert!(
+        last_ok.unwrap() <= Duration::from_millis(2700),
+        "issued past the deadline"
+    );
+    assert!(
+        slowest < Duration::from_millis(150),
+        "a call waited {slowest:?} on an etcd that is down"
+    );
 }

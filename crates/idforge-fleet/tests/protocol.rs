@@ -2,18 +2,20 @@
 //! frozen holder's reservation, fencing, backoff while the store is down, clean shutdown.
 
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use idforge::schemes::catalog::Kind;
 use idforge::schemes::open::{OpenOptions, Opened};
 use idforge::Error;
-use idforge_fleet::{FleetError, FleetOptions, Member, MemoryStore, Store};
+use idforge_fleet::{
+    Claimed, FleetError, FleetOptions, Member, MemoryStore, Scan, Store, StoreError,
+};
 
 fn opts(ns: &str, max_node: u64) -> (Kind, FleetOptions) {
     let kind = Kind::from_name("snowflake", None).unwrap();
-    let tb = kind.timebase(&OpenOptions::default()).unwrap().unwrap();
-    let mut o = FleetOptions::new(ns, max_node, tb);
+    let mut o = FleetOptions::new(ns, &kind, &OpenOptions::default()).unwrap();
+    o.max_node = max_node;
     o.ttl = Duration::from_secs(1); // leases are whole seconds
     o.reserve_ahead = Duration::from_millis(400);
     o.join_timeout = Duration::from_secs(2);
@@ -198,6 +200,55 @@ fn a_namespace_is_bound_to_one_layout() {
     );
 }
 
+/// Two custom layouts whose fields have the same widths in another order: their ids overlap
+/// (issue 18: 2,926 of 6,000,000 ids issued twice when they shared a namespace), so the second
+/// is refused, with both layouts named.
+#[test]
+fn two_layouts_that_differ_only_in_field_order_are_refused_in_one_namespace() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let layout = |spec: &str| {
+        let kind = Kind::from_name("custom", Some(spec)).unwrap();
+        let mut o = FleetOptions::new("custom-order", &kind, &OpenOptions::default()).unwrap();
+        o.join_timeout = Duration::from_secs(2);
+        o
+    };
+    let a = layout("time:41,node:10,counter:12");
+    let b = layout("node:10,time:41,counter:12");
+    assert_eq!(a.timebase, b.timebase, "the same widths, epoch and tick");
+    assert_eq!(a.max_node, b.max_node);
+    let _held = Member::join(store.clone(), a.clone()).unwrap();
+    let e = Member::join(store.clone(), b.clone()).unwrap_err();
+    assert!(matches!(e, FleetError::SpecMismatch { .. }), "{e}");
+    let text = e.to_string();
+    assert!(
+        text.contains("time[62..22] node[21..12] counter[11..0]")
+            && text.contains("node[62..53] time[52..12] counter[11..0]"),
+        "both layouts named: {text}"
+    );
+    assert!(text.contains("namespace per layout"), "{text}");
+    // The same layout joins; the other one in a namespace of its own too.
+    assert!(Member::join(store.clone(), a).is_ok());
+    let mut own = b;
+    own.namespace = "custom-order-b".into();
+    assert!(Member::join(store, own).is_ok());
+}
+
+#[test]
+fn a_namespace_bound_by_an_older_idforge_is_refused_with_how_to_rebind_it() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let (_, o) = opts("legacy", 3);
+    // What idforge wrote before the layout was part of the spec: widths only.
+    let old = "epoch_ns=1288834974657000000 tick_ns=1000000 time_bits=41 counter_bits=12 nodes=0-3";
+    assert_eq!(store.bind_spec("legacy", old).unwrap(), None);
+    let e = Member::join(store, o.clone()).unwrap_err();
+    assert!(matches!(e, FleetError::LegacySpec { .. }), "{e}");
+    assert!(
+        e.to_string()
+            .contains(&format!("etcdctl put /idforge/legacy/spec '{}'", o.spec())),
+        "{e}"
+    );
+}
+
 #[test]
 fn a_node_key_deleted_under_a_live_lease_fences_the_holder_at_its_next_renewal() {
     let mem = Arc::new(MemoryStore::new());
@@ -230,4 +281,245 @@ fn a_fractional_ttl_is_cut_to_whole_seconds_so_the_deadline_never_outlives_the_l
         ga.next().is_err(),
         "issuing past the granted lease's deadline"
     );
+}
+
+/// A store whose second reservation is delayed: the call fails as a timeout would, the write is
+/// kept and lands right after the member's next (higher) reservation. Reservations after that
+/// fail, so nothing raises the mark again before the test looks at it.
+struct DelayedWrite {
+    inner: MemoryStore,
+    /// (reservations seen, the one held back, whether it has landed).
+    state: Mutex<(u32, Option<Reservation>, bool)>,
+}
+
+/// A reservation's arguments: namespace, node, token, mark.
+type Reservation = (String, u64, i64, u64);
+
+impl Store for DelayedWrite {
+    fn grant(&self, ttl: Duration) -> Result<(i64, Duration), StoreError> {
+        self.inner.grant(ttl)
+    }
+    fn bind_spec(&self, ns: &str, spec: &str) -> Result<Option<String>, StoreError> {
+        self.inner.bind_spec(ns, spec)
+    }
+    fn check_owner(&self, ns: &str, node: u64, token: i64) -> Result<bool, StoreError> {
+        self.inner.check_owner(ns, node, token)
+    }
+    fn keep_alive(&self, lease: i64) -> Result<bool, StoreError> {
+        self.inner.keep_alive(lease)
+    }
+    fn revoke(&self, lease: i64) -> Result<(), StoreError> {
+        self.inner.revoke(lease)
+    }
+    fn scan(&self, ns: &str) -> Result<Scan, StoreError> {
+        self.inner.scan(ns)
+    }
+    fn try_claim(
+        &self,
+        ns: &str,
+        node: u64,
+        lease: i64,
+        holder: &str,
+    ) -> Result<Option<Claimed>, StoreError> {
+        self.inner.try_claim(ns, node, lease, holder)
+    }
+    fn reserve(&self, ns: &str, node: u64, token: i64, hwm_ns: u64) -> Result<bool, StoreError> {
+        let mut st = self.state.lock().unwrap();
+        st.0 += 1;
+        if st.0 == 2 {
+            st.1 = Some((ns.to_string(), node, token, hwm_ns));
+            return Err(StoreError::Unavailable(
+                "timed out (the write is delayed, not lost)".into(),
+            ));
+        }
+        if st.2 {
+            return Err(StoreError::Unavailable(
+                "down after the delayed write".into(),
+            ));
+        }
+        let r = self.inner.reserve(ns, node, token, hwm_ns);
+        if let Some((ns, node, token, hwm)) = st.1.take() {
+            // The delayed write lands after the later one.
+            let _ = self.inner.reserve(&ns, node, token, hwm);
+            st.2 = true;
+        }
+        r
+    }
+    fn release(&self, ns: &str, node: u64, token: i64, hwm_ns: u64) -> Result<bool, StoreError> {
+        self.inner.release(ns, node, token, hwm_ns)
+    }
+}
+
+/// Issue 18: a reservation written with an unconditional put could be lowered by a delayed
+/// write, below ids already issued under the later one.
+#[test]
+fn a_delayed_reservation_landing_after_a_later_one_never_lowers_the_mark() {
+    let store = Arc::new(DelayedWrite {
+        inner: MemoryStore::new(),
+        state: Mutex::new((0, None, false)),
+    });
+    let (_, o) = opts("delayed", 0);
+    let m = Member::join(store.clone(), o).unwrap();
+    let start = std::time::Instant::now();
+    while !store.state.lock().unwrap().2 {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "no delayed write landed: {:?}",
+            m.status()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let reserved = m.status().reserved_ns;
+    let mark = store.inner.hwm("delayed", 0).unwrap();
+    assert!(
+        mark >= reserved,
+        "the mark {mark} is {} ms below the reservation {reserved} the holder issues under",
+        (reserved - mark) / 1_000_000
+    );
+    m.shutdown().unwrap();
+}
+
+/// Issue 18: a joiner may wait up to 3 s for its clock to pass a node id's mark while the
+/// shortest lease is 2 s (here 1 s): it renews the lease while it waits, instead of losing it.
+#[test]
+fn a_join_that_waits_for_its_clock_longer_than_the_lease_keeps_the_lease() {
+    let mem = Arc::new(MemoryStore::new());
+    let store: Arc<dyn Store> = mem.clone();
+    let (kind, o) = opts("slow-clock", 0); // TTL 1 s; max_clock_wait 3 s
+                                           // The only node id's mark is 1.6 s ahead of the clock (a holder that reserved ahead and
+                                           // stopped moments ago).
+    let mark = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        + 1_600_000_000;
+    let (lease, _) = store.grant(Duration::from_secs(5)).unwrap();
+    let c = store
+        .try_claim("slow-clock", 0, lease, "test")
+        .unwrap()
+        .unwrap();
+    assert!(store.release("slow-clock", 0, c.token, mark).unwrap());
+    let started = std::time::Instant::now();
+    let m = match Member::join(store, o) {
+        Ok(m) => m,
+        Err(e) => panic!("joining after a {:?} wait failed: {e}", started.elapsed()),
+    };
+    assert!(
+        started.elapsed() >= Duration::from_millis(1500),
+        "it waited"
+    );
+    let g = open(&kind, &m);
+    let first = g.next().unwrap();
+    assert!(kind_time(first) > mark / 1_000_000, "above the mark");
+    m.shutdown().unwrap();
+}
+
+/// A store that stops answering: each call takes 300 ms, then fails (an etcd cut off by a
+/// firewall, whose requests time out).
+struct Unanswering {
+    inner: MemoryStore,
+    down: std::sync::atomic::AtomicBool,
+}
+
+impl Unanswering {
+    fn gate(&self) -> Result<(), StoreError> {
+        if self.down.load(std::sync::atomic::Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(300));
+            return Err(StoreError::Unavailable("deadline exceeded".into()));
+        }
+        Ok(())
+    }
+}
+
+impl Store for Unanswering {
+    fn grant(&self, ttl: Duration) -> Result<(i64, Duration), StoreError> {
+        self.gate()?;
+        self.inner.grant(ttl)
+    }
+    fn bind_spec(&self, ns: &str, spec: &str) -> Result<Option<String>, StoreError> {
+        self.gate()?;
+        self.inner.bind_spec(ns, spec)
+    }
+    fn check_owner(&self, ns: &str, node: u64, token: i64) -> Result<bool, StoreError> {
+        self.gate()?;
+        self.inner.check_owner(ns, node, token)
+    }
+    fn keep_alive(&self, lease: i64) -> Result<bool, StoreError> {
+        self.gate()?;
+        self.inner.keep_alive(lease)
+    }
+    fn revoke(&self, lease: i64) -> Result<(), StoreError> {
+        self.gate()?;
+        self.inner.revoke(lease)
+    }
+    fn scan(&self, ns: &str) -> Result<Scan, StoreError> {
+        self.gate()?;
+        self.inner.scan(ns)
+    }
+    fn try_claim(
+        &self,
+        ns: &str,
+        node: u64,
+        lease: i64,
+        holder: &str,
+    ) -> Result<Option<Claimed>, StoreError> {
+        self.gate()?;
+        self.inner.try_claim(ns, node, lease, holder)
+    }
+    fn reserve(&self, ns: &str, node: u64, token: i64, hwm_ns: u64) -> Result<bool, StoreError> {
+        self.gate()?;
+        self.inner.reserve(ns, node, token, hwm_ns)
+    }
+    fn release(&self, ns: &str, node: u64, token: i64, hwm_ns: u64) -> Result<bool, StoreError> {
+        self.gate()?;
+        self.inner.release(ns, node, token, hwm_ns)
+    }
+}
+
+/// Issue 18: with the store unreachable a member stopped issuing when its reservation (R) ran
+/// out, not at `0.9 T` as documented, and each call then waited on the store (6 s with etcd)
+/// before its error. Now it issues until `0.9 T` after its last renewal, and then every call is
+/// refused at once.
+#[test]
+fn a_store_that_stops_answering_leaves_the_member_issuing_until_0_9_ttl_then_refusing_at_once() {
+    let store = Arc::new(Unanswering {
+        inner: MemoryStore::new(),
+        down: false.into(),
+    });
+    let (kind, mut o) = opts("unanswering", 0);
+    o.ttl = Duration::from_secs(2); // deadline 1.8 s after the last renewal
+    o.reserve_ahead = Duration::from_millis(400); // renewals every 100 ms
+    let m = Member::join(store.clone(), o).unwrap();
+    let g = open(&kind, &m);
+    g.next().unwrap();
+    std::thread::sleep(Duration::from_millis(300)); // a few renewals
+    store.down.store(true, std::sync::atomic::Ordering::SeqCst);
+    let down = std::time::Instant::now();
+    let mut log = Vec::new(); // (ms since down, ok, call ms)
+    while down.elapsed() < Duration::from_millis(2500) {
+        let t = down.elapsed();
+        let ok = g.next().is_ok();
+        log.push((t.as_millis(), ok, (down.elapsed() - t).as_millis()));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // The last renewal was at most 100 ms (plus a call) before the store went down: ids until
+    // 1.5 s at least, none after 1.8 s.
+    let refused_early: Vec<_> = log.iter().filter(|(t, ok, _)| *t < 1500 && !ok).collect();
+    assert!(
+        refused_early.is_empty(),
+        "refused before 0.9 T ({} calls, the first at {} ms after the store went down)",
+        refused_early.len(),
+        refused_early[0].0
+    );
+    assert!(
+        log.iter().all(|(t, ok, _)| *t <= 1800 || !ok),
+        "issued past the deadline"
+    );
+    let slowest = log.iter().map(|(_, _, d)| *d).max().unwrap();
+    assert!(
+        slowest < 150,
+        "a call waited {slowest} ms on a store that does not answer"
+    );
+    let e = g.next().unwrap_err();
+    assert!(matches!(e, Error::LeaseLost { .. }), "{e}");
 }

@@ -64,13 +64,7 @@ mod with_etcd {
                         e.failure.settings()
                     )
                 })?);
-            let tb = kind
-                .timebase(opts)?
-                .context("a node-based scheme has a time base")?;
-            let max = kind
-                .max_node(opts)?
-                .context("a node-based scheme has a largest node id")?;
-            let mut fo = FleetOptions::new(namespace(fleet, kind, opts), max, tb);
+            let mut fo = FleetOptions::new(namespace(fleet, kind, opts), kind, opts)?;
             fo.ttl = fleet.lease_ttl;
             let member = Member::join(store, fo).with_context(|| {
                 format!("{}: cannot lease a node id from etcd at {eps}", kind.name())

@@ -41,8 +41,8 @@ fn main() {
     let rate: u64 = args.get(4).map_or(20_000, |r| r.parse().expect("RATE"));
     let kind = Kind::from_name("snowflake", None).unwrap();
     let tb = kind.timebase(&OpenOptions::default()).unwrap().unwrap();
-    let max_node = args.get(5).map_or(1023, |m| m.parse().expect("MAX_NODE"));
-    let mut opts = FleetOptions::new(ns.clone(), max_node, tb);
+    let mut opts = FleetOptions::new(ns.clone(), &kind, &OpenOptions::default()).expect("options");
+    opts.max_node = args.get(5).map_or(1023, |m| m.parse().expect("MAX_NODE"));
     if let Some(t) = args.get(6) {
         opts.ttl = Duration::from_millis(t.parse().expect("TTL_MS"));
         opts.reserve_ahead = (opts.ttl / 5).max(Duration::from_millis(200));
