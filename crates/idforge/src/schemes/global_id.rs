@@ -20,6 +20,11 @@
 //!   in memory or in a shared file); with a 17-bit counter it holds 47 bits of milliseconds. The
 //!   71-bit field is written in full, but the layout runs out in 6429, not in a trillion years.
 //!
+//! **Signed 64-bit integers.** The node is in the top 10 bits, so nodes 512 to 1023 set bit 63:
+//! such ids do not fit PostgreSQL `bigint`, Java `long` or MySQL's signed `BIGINT` (store them
+//! unsigned or as text, or use nodes below 512; `idforge gen` warns,
+//! [`Layout::signed64`](crate::Layout::signed64) says it for every layout).
+//!
 //! Node ids come from the caller: `--node`, `IDFORGE_NODE`, or the library call. A GlobalId
 //! generator without a node id is an error, never a random node.
 //!
