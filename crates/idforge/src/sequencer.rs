@@ -1011,7 +1011,13 @@ mod tests {
             clock.set(1_001 * MS - back);
             let s2 = seq.clone();
             let taker = std::thread::spawn(move || s2.next());
-            std::thread::sleep(Duration::from_millis(30));
+            // One that must not wait gets 2 s to finish (a loaded machine may not run the
+            // thread for a while); one that must wait is still waiting after 30 ms.
+            let deadline =
+                std::time::Instant::now() + Duration::from_millis(if waits { 30 } else { 2_000 });
+            while !taker.is_finished() && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
             assert_eq!(!taker.is_finished(), waits, "{back} ns back");
             clock.set(1_001 * MS);
             assert_eq!(taker.join().unwrap().unwrap(), (1_001 << 2) + 1);
