@@ -62,7 +62,6 @@
 //! ```
 
 mod access;
-mod fork;
 mod member;
 pub mod node;
 mod space;

@@ -238,7 +238,7 @@ struct Shared {
     store: Arc<dyn Store>,
     opts: FleetOptions,
     node: u64,
-    /// The process that joined, and the fork count it saw ([`crate::fork::generation`]): in a
+    /// The process that joined, and the fork count it saw ([`idforge::shm::fork_generation`]): in a
     /// forked child, whose copies of the lease, token, stamp and reservation are not its own
     /// (and whose renewal thread does not exist), every id is refused.
     pid: u32,
@@ -273,7 +273,7 @@ impl Shared {
     /// every id.
     #[inline]
     fn forked(&self) -> bool {
-        crate::fork::generation() != self.fork_generation
+        idforge::shm::fork_generation() != self.fork_generation
     }
 
     /// [`Shared::forked`], or another process id (a child made without `fork()`'s handlers):
@@ -537,7 +537,7 @@ impl Member {
                 }
             });
         }
-        if !crate::fork::watch() {
+        if !idforge::shm::watch_forks() {
             return Err(FleetError::ForksUndetectable);
         }
         let sent = mono_ns();
@@ -546,7 +546,7 @@ impl Member {
             store: store.clone(),
             node: 0,
             pid: std::process::id(),
-            fork_generation: crate::fork::generation(),
+            fork_generation: idforge::shm::fork_generation(),
             ttl_ns: AtomicU64::new(0),
             lease: AtomicI64::new(lease),
             token: AtomicI64::new(0),

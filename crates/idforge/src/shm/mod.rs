@@ -114,7 +114,10 @@ pub use host::HostStamp;
 pub use paths::{default_state_dir, default_state_path, StateOptions, BOOT_ID_PATH};
 pub use words::{ProcessStamp, SharedWords};
 
-pub(crate) use sys::{fork_generation, watch_forks};
+/// Fork detection shared by everything in a process that must not be copied into a child (a
+/// batch of reserved stamps, a ticker's thread, a fleet lease): `watch_forks` registers a
+/// `pthread_atfork` child handler once, `fork_generation` counts the forks that led here.
+pub use sys::{fork_generation, watch_forks};
 
 /// The size of a state file and of a shared page of words.
 const PAGE: usize = 4096;

@@ -27,7 +27,7 @@ extern "C" fn after_fork_in_child() {
 /// Registers (once per process) a `pthread_atfork` handler that counts forks in the child, and
 /// says whether it is registered: without it a forked child could not tell it was forked, and a
 /// batch of stamps reserved before the fork would be issued by parent and child alike.
-pub(crate) fn watch_forks() -> bool {
+pub fn watch_forks() -> bool {
     static REGISTERED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *REGISTERED.get_or_init(|| {
         // SAFETY: registers a child handler that only performs an atomic add (async-signal-safe,
@@ -37,9 +37,10 @@ pub(crate) fn watch_forks() -> bool {
     })
 }
 
-/// How many forks led to this process (0 in the original process).
+/// How many forks led to this process (0 in the original process): one relaxed load. Counted
+/// only once [`watch_forks`] has registered the handler.
 #[inline]
-pub(crate) fn fork_generation() -> u64 {
+pub fn fork_generation() -> u64 {
     FORK_GENERATION.load(Ordering::Relaxed)
 }
 
