@@ -367,6 +367,11 @@ impl Shared {
     /// Writes a reservation up to `ns` (only ever raising it). `Ok(false)`: fenced.
     fn reserve_to(&self, ns: u64) -> Result<bool, StoreError> {
         let _g = self.raise.lock().unwrap_or_else(|e| e.into_inner());
+        self.reserve_to_locked(ns)
+    }
+
+    /// [`Shared::reserve_to`] with the `raise` lock held.
+    fn reserve_to_locked(&self, ns: u64) -> Result<bool, StoreError> {
         if self.reserved_ns.load(SeqCst) >= ns {
             return Ok(true);
         }
@@ -407,35 +412,51 @@ impl StampCell for LeasedCell {
 
     fn raise_ceiling(&self, needed: u64) -> Result<u64, Error> {
         let s = &self.0;
-        if s.forked_or_other_pid() {
-            return Err(s.forked_error());
-        }
-        if s.lost.load(SeqCst) {
-            return Err(s.lost_error());
-        }
-        if mono_ns() > s.deadline.load(SeqCst) {
-            return Err(Error::LeaseLost {
-                node: s.node,
-                reason: "the lease could not be renewed before its deadline".into(),
-            });
-        }
-        let reserved = s.reserved_ns.load(SeqCst);
         let unavailable = |why: &str| Error::LeaseLost {
             node: s.node,
             reason: format!(
                 "no time could be reserved past {} ({why}); the store is retried in the background",
-                idforge::time::format_unix_ns(i128::from(reserved), 3)
+                idforge::time::format_unix_ns(i128::from(s.reserved_ns.load(SeqCst)), 3)
             ),
         };
-        // While the store is failing, callers are refused at once, without a call each: no
-        // caller waits on a store that does not answer, and no storm against it.
-        if !s.store_ok.load(SeqCst) || mono_ns() < s.backoff_until.load(SeqCst) {
-            return Err(unavailable("the coordination store is not answering"));
+        let refused = || {
+            if s.forked_or_other_pid() {
+                return Some(s.forked_error());
+            }
+            if s.lost.load(SeqCst) {
+                return Some(s.lost_error());
+            }
+            if mono_ns() > s.deadline.load(SeqCst) {
+                return Some(Error::LeaseLost {
+                    node: s.node,
+                    reason: "the lease could not be renewed before its deadline".into(),
+                });
+            }
+            // While the store is failing, callers are refused at once, without a call each: no
+            // caller waits on a store that does not answer, and no storm against it.
+            if !s.store_ok.load(SeqCst) || mono_ns() < s.backoff_until.load(SeqCst) {
+                return Some(unavailable("the coordination store is not answering"));
+            }
+            None
+        };
+        if let Some(e) = refused() {
+            return Err(e);
         }
-        // One attempt (one caller at a time: the others find the raised ceiling when they get
-        // the lock); the worker keeps retrying in the background.
+        // One attempt, one caller at a time. Callers that waited for the lock look again
+        // before calling: another may have raised the ceiling meanwhile, or found the store
+        // failing, and then they are refused at once instead of each making a call of its own
+        // (an attack review: 8 threads on a stopped etcd waited one 2 s call each in turn, up
+        // to 14 s). The worker keeps retrying in the background.
+        let _g = s.raise.lock().unwrap_or_else(|e| e.into_inner());
+        let ceiling = s.ceiling.load(SeqCst);
+        if ceiling >= needed {
+            return Ok(ceiling);
+        }
+        if let Some(e) = refused() {
+            return Err(e);
+        }
         let want = time_of(&s.opts.timebase, needed).max(s.deadline_wall_ns()) + s.ahead_ns();
-        match s.reserve_to(want) {
+        match s.reserve_to_locked(want) {
             Ok(true) => Ok(s.ceiling.load(SeqCst)),
             Ok(false) => Err(s.lost_error()),
             Err(e) => {

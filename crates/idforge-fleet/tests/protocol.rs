@@ -523,3 +523,60 @@ fn a_store_that_stops_answering_leaves_the_member_issuing_until_0_9_ttl_then_ref
     let e = g.next().unwrap_err();
     assert!(matches!(e, Error::LeaseLost { .. }), "{e}");
 }
+
+/// An attack review: eight threads issuing under `RunAhead` needed a higher ceiling while the
+/// store stopped answering. Each waited for the raise lock, then made its own call (2 s each
+/// against a stopped etcd): the slowest calls took 2, 4, ... 14 s. Callers that waited for the
+/// lock now look again before calling, so none waits much longer than one call.
+#[test]
+fn threads_queued_for_a_raise_on_a_store_that_stops_answering_wait_one_call_at_most() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let store = Arc::new(Unanswering {
+        inner: MemoryStore::new(),
+        down: false.into(),
+    });
+    let kind = Kind::from_name("global-id", None).unwrap(); // 128 ids a ms: raises come soon
+    let mut o = FleetOptions::new("queued", &kind, &OpenOptions::default()).unwrap();
+    o.ttl = Duration::from_secs(3);
+    o.reserve_ahead = Duration::from_millis(400);
+    let m = Member::join(store.clone(), o).unwrap();
+    let g = Opened::open(
+        &kind,
+        &OpenOptions {
+            node: Some(m.node()),
+            cell: Some(m.cell()),
+            policy: Some(idforge::Policy {
+                on_exhausted: idforge::OnExhausted::RunAhead,
+                max_lead: Duration::from_secs(30),
+                ..idforge::Policy::DEFAULT
+            }),
+            ..OpenOptions::default()
+        },
+    )
+    .unwrap();
+    g.next().unwrap();
+    let stop = AtomicBool::new(false);
+    let slowest_us = AtomicU64::new(0);
+    let went_down = std::time::Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    let t = std::time::Instant::now();
+                    let _ = g.next();
+                    slowest_us.fetch_max(t.elapsed().as_micros() as u64, Ordering::Relaxed);
+                }
+            });
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        store.down.store(true, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(2_500));
+        stop.store(true, Ordering::Relaxed);
+    });
+    let slowest = Duration::from_micros(slowest_us.load(Ordering::Relaxed));
+    eprintln!("slowest call {slowest:?} in {:?}", went_down.elapsed());
+    assert!(
+        slowest < Duration::from_millis(900),
+        "a call waited {slowest:?} on a store that takes 300 ms to fail"
+    );
+}

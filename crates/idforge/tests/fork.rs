@@ -10,15 +10,45 @@ use idforge::{Generator, ManualClock, Policy, Scheme, StampCell, StateOptions, W
 
 /// Forks `children` processes; each runs `f(i)` and sends its ids back. The parent runs
 /// `f(children)` meanwhile. Returns every process's ids (the parent's last).
-fn in_forked_children(children: usize, mut f: impl FnMut(usize) -> Vec<u128>) -> Vec<Vec<u128>> {
+fn in_forked_children(children: usize, f: impl FnMut(usize) -> Vec<u128>) -> Vec<Vec<u128>> {
+    // SAFETY: fork(2); the caller's child code only computes, writes to a pipe and _exits.
+    in_children_made_by(|| unsafe { libc::fork() }, children, f)
+}
+
+extern "C" {
+    /// glibc 2.34 and later (POSIX 2024): fork without running the `pthread_atfork` handlers.
+    fn _Fork() -> libc::pid_t;
+}
+
+/// `fork()` without the `pthread_atfork` handlers: `_Fork()`.
+fn underscore_fork() -> libc::pid_t {
+    // SAFETY: as fork(2), minus the handlers.
+    unsafe { _Fork() }
+}
+
+/// `fork()` as a raw `clone(SIGCHLD)` system call: no handlers, no libc bookkeeping.
+fn raw_clone() -> libc::pid_t {
+    // SAFETY: clone with only SIGCHLD is fork(2) at the system-call level; the child only
+    // computes, writes to a pipe and _exits.
+    unsafe {
+        libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_long, 0, 0, 0, 0) as libc::pid_t
+    }
+}
+
+/// As [`in_forked_children`], with the children made by `fork`.
+fn in_children_made_by(
+    fork: impl Fn() -> libc::pid_t,
+    children: usize,
+    mut f: impl FnMut(usize) -> Vec<u128>,
+) -> Vec<Vec<u128>> {
     let mut pipes = Vec::new();
     for i in 0..children {
         let mut fds = [0i32; 2];
         // SAFETY: pipe(2) into a two-element array.
         assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-        // SAFETY: the child computes its ids, writes them to the pipe and _exits without running
-        // the harness's destructors.
-        let pid = unsafe { libc::fork() };
+        // The child computes its ids, writes them to the pipe and _exits without running the
+        // harness's destructors.
+        let pid = fork();
         assert!(pid >= 0, "fork failed");
         if pid == 0 {
             let ids = f(i);
@@ -195,6 +225,33 @@ fn a_per_thread_block_taken_before_a_fork_is_not_issued_twice() {
         }
     }
     assert_eq!(all[2][0], first + 1, "the parent keeps its block");
+}
+
+/// A child made without the `pthread_atfork` handlers (`_Fork`, a raw `clone`) copied the
+/// parent's batch and block and issued them again: fork detection now also reads a
+/// `MADV_WIPEONFORK` page, which the kernel zeroes in every such child.
+#[test]
+fn a_batch_and_a_block_are_not_issued_twice_across_a_fork_without_handlers() {
+    for (how, fork) in [
+        ("_Fork", underscore_fork as fn() -> libc::pid_t),
+        ("clone", raw_clone),
+    ] {
+        let g = frozen_snowflake();
+        let mut batch = g.reserve(64).unwrap();
+        let mut blocks = g.blocks(64);
+        let first = [batch.next().unwrap(), blocks.next().unwrap()];
+        let all = in_children_made_by(fork, 1, |_| {
+            let mut ids: Vec<u128> = batch.by_ref().collect();
+            ids.extend((0..100).map(|_| blocks.next().unwrap()));
+            ids
+        });
+        let mut seen: HashSet<u128> = HashSet::from(first);
+        let repeated = all.iter().flatten().filter(|id| !seen.insert(**id)).count();
+        assert_eq!(
+            repeated, 0,
+            "{how}: {repeated} ids issued twice across the fork"
+        );
+    }
 }
 
 #[test]

@@ -19,17 +19,60 @@ const _: () = assert!(std::mem::align_of::<Words>() <= PAGE);
 
 static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
 
+/// A word in a private anonymous page marked `MADV_WIPEONFORK`: this process writes 1 into it,
+/// and the kernel hands every child made by duplicating the address space (`fork`, `_Fork`,
+/// `clone` without `CLONE_VM`) a zeroed page, whether or not the `pthread_atfork` handlers ran.
+/// Null until [`watch_forks`] has set it up, and when the kernel cannot (before Linux 4.14).
+static WIPED_IN_CHILD: std::sync::atomic::AtomicPtr<AtomicU64> =
+    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+
 extern "C" fn after_fork_in_child() {
     // Async-signal-safe: one atomic add.
     FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
 }
 
+/// Maps the wipe-on-fork page and marks it; `None` where `MADV_WIPEONFORK` is not supported.
+fn wipe_on_fork_word() -> Option<NonNull<AtomicU64>> {
+    // SAFETY: an anonymous private mapping of one page at an address the kernel picks: no
+    // preconditions, no existing memory touched; checked against MAP_FAILED. The page is never
+    // unmapped (it lives as long as the process), so the pointer stays valid.
+    let page = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            PAGE,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if page == libc::MAP_FAILED {
+        return None;
+    }
+    // SAFETY: `page` is the mapping just made, PAGE bytes long.
+    if unsafe { libc::madvise(page, PAGE, libc::MADV_WIPEONFORK) } != 0 {
+        // SAFETY: unmaps exactly the mapping made above, which nothing else refers to.
+        unsafe { libc::munmap(page, PAGE) };
+        return None;
+    }
+    let word = NonNull::new(page.cast::<AtomicU64>())?;
+    // SAFETY: the page is mapped, writable, page-aligned (so aligned for AtomicU64) and, from
+    // here on, only ever accessed through this atomic.
+    unsafe { word.as_ref() }.store(1, Ordering::Relaxed);
+    Some(word)
+}
+
 /// Registers (once per process) a `pthread_atfork` handler that counts forks in the child, and
-/// says whether it is registered: without it a forked child could not tell it was forked, and a
-/// batch of stamps reserved before the fork would be issued by parent and child alike.
+/// a wipe-on-fork page that catches children made without those handlers (`_Fork`, a raw
+/// `clone`); says whether the handler is registered: without it a forked child could not tell
+/// it was forked, and a batch of stamps reserved before the fork would be issued by parent and
+/// child alike.
 pub fn watch_forks() -> bool {
     static REGISTERED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *REGISTERED.get_or_init(|| {
+        if let Some(word) = wipe_on_fork_word() {
+            WIPED_IN_CHILD.store(word.as_ptr(), Ordering::Release);
+        }
         // SAFETY: registers a child handler that only performs an atomic add (async-signal-safe,
         // as a handler run in the child of a multithreaded process must be); the function lives
         // for the whole program.
@@ -37,11 +80,28 @@ pub fn watch_forks() -> bool {
     })
 }
 
-/// How many forks led to this process (0 in the original process): one relaxed load. Counted
-/// only once [`watch_forks`] has registered the handler.
+/// How many forks led to this process (0 in the original process): two relaxed loads. Counted
+/// only once [`watch_forks`] has run; a child made without the `pthread_atfork` handlers is
+/// counted when it first asks, through the wipe-on-fork page (Linux 4.14 and later).
 #[inline]
 pub fn fork_generation() -> u64 {
+    let word = WIPED_IN_CHILD.load(Ordering::Relaxed);
+    // SAFETY: non-null only once it points at the wipe-on-fork word, which is never unmapped.
+    if !word.is_null() && unsafe { &*word }.load(Ordering::Relaxed) == 0 {
+        return forked_without_handlers(word);
+    }
     FORK_GENERATION.load(Ordering::Relaxed)
+}
+
+/// A child whose wipe-on-fork page is zero: count the fork (threads racing here may count it
+/// more than once, which only makes the number differ more) and mark the page as this process's.
+#[cold]
+#[inline(never)]
+fn forked_without_handlers(word: *mut AtomicU64) -> u64 {
+    let generation = FORK_GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
+    // SAFETY: as in `fork_generation`: the word is mapped for the life of the process.
+    unsafe { &*word }.store(1, Ordering::Relaxed);
+    generation
 }
 
 /// The home directory of the effective user in the password database, as stored there.
