@@ -156,9 +156,9 @@ pub trait SchemeSpec {
 /// (`name`, `layout_spec`, time base, `node`, durable mode and policy: the fingerprint), starts a
 /// new file above every id a deleted predecessor could still issue ([`fresh_stamp`], after the
 /// creator waited [`FRESH_MARGIN`](crate::shm::FRESH_MARGIN) under the directory's lock) and,
-/// after opening, waits (at most about a second and a half, or the predecessors' lead and a
-/// tick when that is longer) while the stamp is further ahead of the clock than the policy lets
-/// a process issue (a new file started ahead of the clock, a durable recovery raised it).
+/// after opening, waits (at most about a second and a half) while the stamp is further ahead of
+/// the clock than the policy lets a process issue (a new file started ahead of the clock, a
+/// durable recovery raised it).
 pub(crate) fn host_wide_sequencer<C: Clock>(
     name: &str,
     layout_spec: &str,
@@ -187,9 +187,10 @@ pub(crate) fn host_wide_sequencer<C: Clock>(
     let seq = Sequencer::with_cell(clock, cell, tb, policy)?;
     let allowed = crate::shm::policy_lead(&policy);
     let start = std::time::Instant::now();
-    let limit = Duration::from_millis(1_500)
-        .max(lead.saturating_add(Duration::from_nanos(tb.tick_ns)))
-        + allowed;
+    // At most about a second and a half: past it the stamp leads by no more than `max_lead`
+    // (plus the clock's error), which the sequencer issues from, so a long durable `max_lead`
+    // costs ids stamped ahead of the clock rather than a wait of that length.
+    let limit = Duration::from_millis(1_500) + allowed;
     while seq.lead() > allowed && start.elapsed() < limit {
         let before = seq.clock().now_ns();
         std::thread::sleep((seq.lead() - allowed).min(Duration::from_millis(10)));

@@ -132,3 +132,47 @@ fn an_opener_names_a_stopped_creator_that_holds_the_directory_lock() {
         "gave up after {waited:?}"
     );
 }
+
+/// An attack review: a process that found the state file and had it deleted before its `open`
+/// failed with "cannot open: No such file or directory" (158 of 2,052 processes racing
+/// deletions); it now goes back and creates the file.
+#[test]
+fn a_file_deleted_between_finding_it_and_opening_it_is_created_again() {
+    use idforge::shm::HostStamp;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let d = std::env::temp_dir().join(format!("idforge-open-race-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let opts = StateOptions::new(d.join("s.state"));
+    let tb = idforge::Timebase {
+        epoch_ns: 0,
+        tick_ns: 1_000_000,
+        time_bits: 41,
+        counter_bits: 12,
+    };
+    let stop = AtomicBool::new(false);
+    let failures = std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                let _ = std::fs::remove_file(&opts.path);
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        });
+        let mut failures = Vec::new();
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(2) {
+            if let Err(e) = HostStamp::open(&opts, "race", &tb) {
+                failures.push(e.to_string());
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        failures
+    });
+    let _ = std::fs::remove_dir_all(&d);
+    assert!(
+        failures.is_empty(),
+        "{} opens failed, the first: {}",
+        failures.len(),
+        failures[0]
+    );
+}

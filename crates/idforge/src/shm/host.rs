@@ -172,6 +172,40 @@ impl HostStamp {
             }));
         }
         check_trusted("directory", dir, &dir_meta, opts)?;
+        // A file deleted between the look below and the open is created again (an attack
+        // review: 158 of 2,052 processes racing deletions failed with "cannot open: No such
+        // file"); bounded, so a path that keeps vanishing is an error.
+        let mut attempts = 0;
+        let file = loop {
+            attempts += 1;
+            match Self::create_if_missing_and_open(opts, fingerprint, dir, wait, fresh_stamp)? {
+                Some(file) => break file,
+                None if attempts < 16 => continue,
+                None => {
+                    return Err(io_err(
+                        path,
+                        "open",
+                        std::io::Error::other(
+                            "it was deleted each time it was created or found, 16 times",
+                        ),
+                    ))
+                }
+            }
+        };
+        Self::map_opened(opts, fingerprint, tb, file)
+    }
+
+    /// Creates the file if it is missing (under the directory's lock, waiting `wait` before
+    /// `fresh_stamp()` is read), then opens it without following a symbolic link; `None` when
+    /// it was deleted before the open.
+    fn create_if_missing_and_open(
+        opts: &StateOptions,
+        fingerprint: &str,
+        dir: &Path,
+        wait: Duration,
+        fresh_stamp: &dyn Fn() -> u64,
+    ) -> Result<Option<File>, Error> {
+        let path = &opts.path;
         match fs::symlink_metadata(path) {
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -189,23 +223,34 @@ impl HostStamp {
             }
             Err(e) => return Err(io_err(path, "inspect", e)),
         }
-        let file = OpenOptions::new()
+        match OpenOptions::new()
             .read(true)
             .write(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(path)
-            .map_err(|e| {
-                if e.raw_os_error() == Some(libc::ELOOP) {
-                    Error::StateFile(StateFileError::Untrusted {
-                        what: "file",
-                        path: path.display().to_string(),
-                        problem: "a symbolic link".into(),
-                        fix: "Give the file itself (`StateOptions::path`)".into(),
-                    })
-                } else {
-                    io_err(path, "open", e)
-                }
-            })?;
+        {
+            Ok(file) => Ok(Some(file)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                Err(Error::StateFile(StateFileError::Untrusted {
+                    what: "file",
+                    path: path.display().to_string(),
+                    problem: "a symbolic link".into(),
+                    fix: "Give the file itself (`StateOptions::path`)".into(),
+                }))
+            }
+            Err(e) => Err(io_err(path, "open", e)),
+        }
+    }
+
+    /// Checks, maps and locks an opened state file.
+    fn map_opened(
+        opts: &StateOptions,
+        fingerprint: &str,
+        tb: &Timebase,
+        file: File,
+    ) -> Result<HostStamp, Error> {
+        let path = &opts.path;
         let meta = file.metadata().map_err(|e| io_err(path, "stat", e))?;
         if !meta.is_file() {
             return Err(Error::StateFile(StateFileError::Untrusted {
