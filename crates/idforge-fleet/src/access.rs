@@ -22,9 +22,15 @@ impl Password {
     /// A file that cannot be read, or that is empty.
     pub fn from_file(path: &Path) -> Result<Password, ConnectError> {
         let text = std::fs::read_to_string(path).map_err(|e| {
+            // The path is not shown: given the password itself by mistake (the variables
+            // IDFORGE_ETCD_PASSWORD and IDFORGE_ETCD_PASSWORD_FILE are easily confused), the
+            // message would print it.
             ConnectError::new(
                 Failure::Settings,
-                format!("cannot read the etcd password file {}: {e}", path.display()),
+                format!(
+                    "cannot read the etcd password file ({e}; its path, {} characters long, is not shown in case it is the password itself): give the path of a file holding the password, or the password in IDFORGE_ETCD_PASSWORD",
+                    path.as_os_str().len()
+                ),
             )
         })?;
         let p = text
@@ -132,6 +138,21 @@ impl EtcdOptions {
             return bad("no etcd endpoint: name at least one, e.g. https://10.0.0.5:2379".into());
         }
         for e in &self.endpoints {
+            // `https://user:password@host`: the user and password would be ignored and the URL,
+            // password included, printed in every message that names the endpoint.
+            let authority = e
+                .split("://")
+                .nth(1)
+                .unwrap_or(e)
+                .split('/')
+                .next()
+                .unwrap_or("");
+            if authority.contains('@') {
+                let host = authority.rsplit('@').next().unwrap_or_default();
+                return bad(format!(
+                    "an etcd endpoint holds a user name or password before `@` (…@{host}): write the endpoint without them, the user in --etcd-user and the password in --etcd-password-file or IDFORGE_ETCD_PASSWORD"
+                ));
+            }
             if !(e.starts_with("http://") || e.starts_with("https://")) {
                 return bad(format!(
                     "etcd endpoint {e:?} has no scheme: write https://{e} (TLS) or http://{e}"

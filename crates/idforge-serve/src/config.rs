@@ -197,7 +197,33 @@ impl Settings {
     /// # Errors
     /// Text that is not TOML or has an unknown key.
     pub fn from_toml(text: &str) -> anyhow::Result<Settings> {
-        Ok(toml::from_str(text)?)
+        toml::from_str(text).map_err(|e| {
+            // toml's message quotes the offending line: never one that may hold a secret (an
+            // attack review: `etcd_password = "..."`, a key the file does not take, came back
+            // in the error with the password in it).
+            let secret = e.span().is_some_and(|span| {
+                let start = text[..span.start.min(text.len())]
+                    .rfind('\n')
+                    .map_or(0, |i| i + 1);
+                let end = text[span.end.min(text.len())..]
+                    .find('\n')
+                    .map_or(text.len(), |i| span.end.min(text.len()) + i);
+                let line = text[start..end].to_ascii_lowercase();
+                ["password", "secret", "token"].iter().any(|w| line.contains(w))
+            });
+            if secret {
+                let at = e
+                    .span()
+                    .map(|sp| text[..sp.start.min(text.len())].matches('\n').count() + 1)
+                    .unwrap_or(0);
+                anyhow::anyhow!(
+                    "line {at}: {} (the line is not shown: it may hold a secret; the etcd password comes from etcd_password_file or IDFORGE_ETCD_PASSWORD, never from this file)",
+                    e.message()
+                )
+            } else {
+                anyhow::Error::new(e)
+            }
+        })
     }
 
     /// The settings of the environment variables in [`ENVIRONMENT`].
