@@ -2,6 +2,7 @@
 //! over defaults. Each layer is a [`Settings`] (every field optional); [`Settings::or`] puts one
 //! over another and [`Settings::finish`] fills in the defaults and checks the result.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -16,6 +17,8 @@ use serde::Deserialize;
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7470";
 /// The default largest `count` of one request.
 pub const DEFAULT_MAX_COUNT: u64 = 100_000;
+/// The largest `--max-count` accepted: one request's body stays below about 45 MB.
+pub const MAX_COUNT_CEILING: u64 = 1_000_000;
 /// The default request timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest request target (path and query) accepted, in bytes; longer ones get 414.
@@ -56,10 +59,14 @@ pub struct Settings {
     pub listen: Option<String>,
     /// The schemes to serve (default: every scheme of the catalog; custom only with a layout).
     pub schemes: Option<Vec<String>>,
-    /// The node id of schemes with a node field (default 0).
+    /// The node id of schemes with a node field (none by default: those schemes are then not
+    /// served).
     pub node: Option<u64>,
-    /// nanots-host's host id (default 0).
+    /// nanots-host's host id (none by default: nanots-host is then not served).
     pub host: Option<u64>,
+    /// A node id per scheme (`[nodes]` in the TOML file: `snowflake = 7`, `nanots-host = 3`),
+    /// over `node` and `host` for that scheme.
+    pub nodes: Option<BTreeMap<String, u64>>,
     /// The custom scheme's layout.
     pub layout: Option<String>,
     /// Keep stamps in the process instead of host-wide state files.
@@ -116,10 +123,13 @@ pub struct Config {
     pub listen: SocketAddr,
     /// The schemes to serve, by name (`None`: every scheme of the catalog).
     pub schemes: Option<Vec<String>>,
-    /// The node id of schemes with a node field.
-    pub node: u64,
-    /// nanots-host's host id.
-    pub host: u64,
+    /// The node id of schemes with a node field; `None`: those schemes are served only with a
+    /// node id of their own in `nodes`, or with `fleet`.
+    pub node: Option<u64>,
+    /// nanots-host's host id; `None`: as `node`.
+    pub host: Option<u64>,
+    /// A node (or host) id per scheme name, over `node` and `host` for that scheme.
+    pub nodes: BTreeMap<String, u64>,
     /// The custom scheme's layout; custom is served only with one.
     pub layout: Option<String>,
     /// Keep stamps in the process instead of host-wide state files.
@@ -160,6 +170,7 @@ impl Settings {
             schemes: self.schemes.or(lower.schemes),
             node: self.node.or(lower.node),
             host: self.host.or(lower.host),
+            nodes: self.nodes.or(lower.nodes),
             layout: self.layout.or(lower.layout),
             in_process: self.in_process.or(lower.in_process),
             max_count: self.max_count.or(lower.max_count),
@@ -180,7 +191,7 @@ impl Settings {
     }
 
     /// The settings of a TOML file (keys as the fields of [`Settings`]: `listen`, `schemes`,
-    /// `node`, `host`, `layout`, `in_process`, `max_count`, `timeout_ms`, `tokens_file`, `etcd`,
+    /// `node`, `host`, `nodes`, `layout`, `in_process`, `max_count`, `timeout_ms`, `tokens_file`, `etcd`,
     /// `etcd_cacert`, `etcd_cert`, `etcd_key`, `etcd_user`, `etcd_password_file`,
     /// `namespace_prefix`, `lease_ttl`, `clock`).
     ///
@@ -244,6 +255,7 @@ impl Settings {
             schemes: list("IDFORGE_SCHEMES"),
             node: num("IDFORGE_NODE")?,
             host: num("IDFORGE_HOST")?,
+            nodes: None,
             layout: get("IDFORGE_LAYOUT"),
             in_process,
             max_count: num("IDFORGE_MAX_COUNT")?,
@@ -282,6 +294,9 @@ impl Settings {
         let max_count = self.max_count.unwrap_or(DEFAULT_MAX_COUNT);
         if max_count == 0 {
             bail!("max count 0 would refuse every request: set at least 1");
+        }
+        if max_count > MAX_COUNT_CEILING {
+            bail!("max count {max_count} is over the ceiling of {MAX_COUNT_CEILING} ids per request: set at most that (ask for more ids in several requests)");
         }
         let timeout = match self.timeout_ms {
             Some(0) => bail!("timeout 0 ms would fail every request: set at least 1"),
@@ -364,8 +379,8 @@ impl Settings {
                 if let Err(e) = etcd.check() {
                     bail!("{e} ({}; etcd_* in the config file)", e.failure.settings());
                 }
-                if self.node.is_some() || self.host.is_some() {
-                    bail!("--etcd leases the node ids: leave out --node and --host (IDFORGE_NODE, IDFORGE_HOST, the file's node and host)");
+                if self.node.is_some() || self.host.is_some() || self.nodes.is_some() {
+                    bail!("--etcd leases the node ids: leave out --node and --host (IDFORGE_NODE, IDFORGE_HOST, the file's node, host and [nodes])");
                 }
                 let namespace_prefix = self.namespace_prefix.unwrap_or_default();
                 if namespace_prefix.contains('/') {
@@ -387,8 +402,9 @@ impl Settings {
         Ok(Config {
             listen,
             schemes: self.schemes,
-            node: self.node.unwrap_or(0),
-            host: self.host.unwrap_or(0),
+            node: self.node,
+            host: self.host,
+            nodes: self.nodes.unwrap_or_default(),
             layout: self.layout,
             in_process: self.in_process.unwrap_or(false),
             max_count,
@@ -420,9 +436,9 @@ mod tests {
         };
         let c = flags.or(env).or(file).finish().unwrap();
         assert_eq!(c.listen.port(), 2);
-        assert_eq!(c.node, 4);
+        assert_eq!(c.node, Some(4));
         assert_eq!(c.max_count, 10);
-        assert_eq!(c.host, 0);
+        assert_eq!(c.host, None);
         assert_eq!(c.tokens, ["a", "b"]);
         assert_eq!(c.timeout, DEFAULT_TIMEOUT);
         assert_eq!(Config::default().listen.to_string(), DEFAULT_LISTEN);
