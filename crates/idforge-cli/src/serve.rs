@@ -80,6 +80,20 @@ pub struct ServeArgs {
     clock: Option<crate::gen::ClockArg>,
 }
 
+/// The exit codes of `idforge serve`.
+pub const EXIT_CODES: &str = "Exit status:
+  0  stopped by SIGTERM or SIGINT, after the requests in flight
+  2  a setting the server cannot use: an unknown scheme or key, a scheme with a node id named
+     without one, a layout that does not parse, --max-count over 1000000, an empty token
+     list, a config or tokens file that cannot be read, etcd that cannot be reached
+  4  a state file cannot be used (another user's, damaged, replaced, or for another scheme)
+  7  the address cannot be listened on (in use, or not permitted)";
+
+/// What `idforge serve --help` ends with: the environment variables and the exit codes.
+pub fn after_help() -> String {
+    format!("{}\n\n{EXIT_CODES}", idforge_serve::ENVIRONMENT)
+}
+
 /// Runs `idforge serve` until SIGTERM or SIGINT.
 pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let flags = Settings {
@@ -108,11 +122,16 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
                 .map_or_else(String::new, |v| v.get_name().to_string())
         }),
     };
-    let file = match &a.config {
-        Some(path) => Settings::from_file(path)?,
-        None => Settings::default(),
+    // Every failure here is a setting the server cannot use (exit 2), also a file that cannot
+    // be read (not exit 5, which is for output).
+    let settings = || -> anyhow::Result<idforge_serve::Config> {
+        let file = match &a.config {
+            Some(path) => Settings::from_file(path)?,
+            None => Settings::default(),
+        };
+        flags.or(Settings::from_env()?).or(file).finish()
     };
-    let config = flags.or(Settings::from_env()?).or(file).finish()?;
+    let config = settings().map_err(|e| crate::failure::Usage(format!("{e:#}")))?;
     idforge_serve::run_blocking(config)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -216,7 +216,10 @@ fn kill_9_mid_load_then_restart_never_repeats() {
 fn refused(d: &TempDir, args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
     use std::io::Read;
     let mut c = cmd(&d.0);
-    c.args(["--listen", "127.0.0.1:0"]).args(args);
+    if !args.contains(&"--listen") {
+        c.args(["--listen", "127.0.0.1:0"]);
+    }
+    c.args(args);
     for (k, v) in env {
         c.env(k, v);
     }
@@ -288,5 +291,62 @@ fn a_layout_that_does_not_parse_stops_the_server_with_gens_reason() {
         assert_eq!(code, Some(2), "{args:?}: {err}");
         assert!(err.contains(reason), "{args:?}: {err}\ngen: {reason}");
         assert!(!err.contains("listening"), "{err}");
+    }
+}
+
+#[test]
+fn an_address_in_use_exits_7_as_the_help_says() {
+    let d = TempDir::new("inuse");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let (code, err) = refused(&d, &["--schemes", "uuid7", "--listen", &addr], &[]);
+    assert_eq!(code, Some(7), "{err}");
+    assert!(
+        err.contains(&format!("cannot listen on {addr}")) && err.contains("--listen"),
+        "{err}"
+    );
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_idforge"))
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("7  the address cannot be listened on"), "{help}");
+    assert!(help.contains("IDFORGE_TOKENS"), "{help}");
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_idforge"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("7  serve: the address cannot be listened on"), "{help}");
+}
+
+#[test]
+fn settings_the_server_cannot_use_exit_2() {
+    let d = TempDir::new("unusable");
+    for (args, env, says) in [
+        (
+            &["--schemes", "uuid7"][..],
+            &[("IDFORGE_TOKENS", ",")][..],
+            "IDFORGE_TOKENS is set but holds no token",
+        ),
+        (
+            &["--schemes", "uuid7"],
+            &[("IDFORGE_TOKENS", "")],
+            "holds no token",
+        ),
+        (
+            &["--schemes", "uuid7", "--max-count", "39000000000000"],
+            &[],
+            "ceiling of 1000000",
+        ),
+        (
+            &["--schemes", "uuid7", "--tokens-file", "/nonexistent/tokens"],
+            &[],
+            "cannot read the tokens file",
+        ),
+    ] {
+        let (code, err) = refused(&d, args, env);
+        assert_eq!(code, Some(2), "{args:?} {env:?}: {err}");
+        assert!(err.contains(says), "{args:?} {env:?}: {err}");
     }
 }

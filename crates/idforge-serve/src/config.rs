@@ -261,7 +261,14 @@ impl Settings {
             max_count: num("IDFORGE_MAX_COUNT")?,
             timeout_ms: num("IDFORGE_TIMEOUT_MS")?,
             tokens_file: get("IDFORGE_TOKENS_FILE").map(PathBuf::from),
-            tokens: list("IDFORGE_TOKENS"),
+            // Set at all, even to "" or ",", it must hold a token: an unset secret behind
+            // IDFORGE_TOKENS=$SECRET must not turn authentication off.
+            tokens: var("IDFORGE_TOKENS").map(|v| {
+                v.split(',')
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+                    .collect()
+            }),
             etcd: get("IDFORGE_ETCD"),
             etcd_cacert: get("IDFORGE_ETCD_CACERT").map(PathBuf::from),
             etcd_cert: get("IDFORGE_ETCD_CERT").map(PathBuf::from),
@@ -282,8 +289,9 @@ impl Settings {
     /// file is read here.
     ///
     /// # Errors
-    /// An address that does not parse, a count or timeout of zero, a tokens file that cannot be
-    /// read or holds no token.
+    /// An address that does not parse, a count or timeout of zero, a count over
+    /// [`MAX_COUNT_CEILING`], a tokens file that cannot be read or holds no token, tokens given
+    /// as an empty list (`IDFORGE_TOKENS=","`).
     pub fn finish(self) -> anyhow::Result<Config> {
         let listen = self.listen.as_deref().unwrap_or(DEFAULT_LISTEN);
         let listen: SocketAddr = listen.trim().parse().map_err(|_| {
@@ -321,7 +329,12 @@ impl Settings {
             }
             tokens.extend(from_file);
         }
-        tokens.extend(self.tokens.unwrap_or_default());
+        if let Some(given) = self.tokens {
+            if given.is_empty() {
+                bail!("IDFORGE_TOKENS is set but holds no token: set one or more tokens, comma separated, or unset it to serve without authentication");
+            }
+            tokens.extend(given);
+        }
         if let Some(t) = tokens.iter().find(|t| t.chars().any(char::is_whitespace)) {
             bail!(
                 "a bearer token holds whitespace ({} characters long): tokens are single words",
@@ -442,6 +455,49 @@ mod tests {
         assert_eq!(c.tokens, ["a", "b"]);
         assert_eq!(c.timeout, DEFAULT_TIMEOUT);
         assert_eq!(Config::default().listen.to_string(), DEFAULT_LISTEN);
+    }
+
+    #[test]
+    fn an_empty_token_list_from_any_source_is_refused() {
+        for v in ["", ",", " , ,", "  "] {
+            let env = Settings::from_vars(|k| (k == "IDFORGE_TOKENS").then(|| v.into())).unwrap();
+            let e = env.finish().expect_err(v).to_string();
+            assert!(e.contains("IDFORGE_TOKENS is set but holds no token"), "{v:?}: {e}");
+        }
+        let empty = Settings {
+            tokens: Some(vec![]),
+            ..Settings::default()
+        };
+        assert!(empty.finish().is_err());
+        let dir = std::env::temp_dir().join(format!("idforge-serve-tok-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("tokens");
+        std::fs::write(&file, "# no token\n\n").unwrap();
+        let from_file = Settings {
+            tokens_file: Some(file.clone()),
+            ..Settings::default()
+        };
+        let e = from_file.finish().unwrap_err().to_string();
+        assert!(e.contains("holds no token"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+        // Unset: no authentication.
+        let none = Settings::from_vars(|_| None).unwrap().finish().unwrap();
+        assert!(none.tokens.is_empty());
+    }
+
+    #[test]
+    fn max_count_has_a_ceiling() {
+        let at = Settings {
+            max_count: Some(MAX_COUNT_CEILING),
+            ..Settings::default()
+        };
+        assert_eq!(at.finish().unwrap().max_count, MAX_COUNT_CEILING);
+        let over = Settings {
+            max_count: Some(39_000_000_000_000),
+            ..Settings::default()
+        };
+        let e = over.finish().unwrap_err().to_string();
+        assert!(e.contains("ceiling of 1000000"), "{e}");
     }
 
     #[test]

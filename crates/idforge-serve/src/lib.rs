@@ -336,10 +336,41 @@ pub async fn serve_on(
         .context("the server failed")
 }
 
+/// The configured address cannot be listened on (in use, or not permitted): the command line
+/// ends with its own exit code for it.
+#[derive(Debug)]
+pub struct CannotListen {
+    /// The address.
+    pub addr: std::net::SocketAddr,
+    /// Why.
+    pub source: std::io::Error,
+}
+
+impl std::fmt::Display for CannotListen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let hint = match self.source.kind() {
+            std::io::ErrorKind::AddrInUse => {
+                "another process listens there: stop it, or choose another address with --listen"
+            }
+            std::io::ErrorKind::PermissionDenied => {
+                "ports below 1024 need privileges: choose a port from 1024 with --listen"
+            }
+            _ => "choose another address with --listen",
+        };
+        write!(f, "cannot listen on {}: {} ({hint})", self.addr, self.source)
+    }
+}
+
+impl std::error::Error for CannotListen {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
 /// Opens the schemes, listens on the configured address and serves until SIGTERM or SIGINT.
 ///
 /// # Errors
-/// Those of [`App::open`]; an address that cannot be bound.
+/// Those of [`App::open`]; an address that cannot be bound ([`CannotListen`]).
 pub async fn serve(config: Config) -> anyhow::Result<()> {
     let listen = config.listen;
     if !listen.ip().is_loopback() && config.tokens.is_empty() {
@@ -354,7 +385,10 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         .context("opening the schemes panicked")??;
     let listener = tokio::net::TcpListener::bind(listen)
         .await
-        .with_context(|| format!("cannot listen on {listen} (choose another with --listen)"))?;
+        .map_err(|source| CannotListen {
+            addr: listen,
+            source,
+        })?;
     let addr = listener.local_addr()?;
     eprintln!(
         "idforge serve: listening on http://{addr}; schemes: {}; auth: {}",
@@ -499,6 +533,17 @@ async fn guarded(app: &Arc<App>, req: Request, next: Next) -> Response {
         if let Err(e) = authorize(&app.config.tokens, req.headers()) {
             return e.into_response();
         }
+    }
+    // HEAD is answered as GET without the body, except where a GET issues ids: a HEAD must not
+    // take ids only to throw them away.
+    if req.method() == axum::http::Method::HEAD && req.uri().path().starts_with("/v1/ids/") {
+        let mut r = error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "HEAD would issue ids only to throw them away: use GET",
+        );
+        r.headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("GET"));
+        return r;
     }
     // A panic is caught here, so it is a 500 and not a dropped connection; on the timeout the
     // handler is dropped.

@@ -279,6 +279,25 @@ fn a_node_per_scheme_from_the_config_file() {
 }
 
 #[test]
+fn max_count_over_the_ceiling_is_refused_at_start() {
+    // A Config made without Settings::finish is checked too.
+    let e = App::open(Config {
+        max_count: 39_000_000_000_000,
+        ..config(&["uuid7"])
+    })
+    .err()
+    .expect("opened with a max count over the ceiling");
+    assert!(format!("{e:#}").contains("ceiling"), "{e:#}");
+    let s = start(Config {
+        max_count: idforge_serve::MAX_COUNT_CEILING,
+        ..config(&["uuid7"])
+    });
+    let e = get(s.addr, "/v1/ids/uuid7?count=1000001", &[]);
+    assert_eq!(e.status, 400);
+    assert!(e.error().contains("from 1 to 1000000"), "{}", e.error());
+}
+
+#[test]
 fn a_layout_that_does_not_parse_stops_the_service_with_the_reason_gen_gives() {
     let gen_says = idforge::schemes::catalog::Kind::from_name("custom", Some("41t.10n.12s"))
         .unwrap_err()
@@ -370,6 +389,22 @@ fn bad_requests_get_json_errors_with_a_fitting_status() {
     );
     assert_eq!(e.status, 405);
     assert!(!e.error().is_empty());
+
+    // HEAD issues nothing: 405 with Allow, and not one id taken.
+    for _ in 0..3 {
+        let e = request(s.addr, "HEAD", "/v1/ids/snowflake?count=10", &[]);
+        assert_eq!(e.status, 405);
+        assert_eq!(e.header("allow"), Some("GET"));
+        assert_eq!(e.header("content-type"), Some("application/json"));
+        assert!(e.body.is_empty(), "a HEAD answer has no body");
+    }
+    let m = get(s.addr, "/metrics", &[]).text();
+    assert!(
+        m.contains("idforge_ids_issued_total{scheme=\"snowflake\"} 10\n"),
+        "only the GET's 10 ids: {m}"
+    );
+    // The POST's 405 says what is allowed too.
+    assert!(e.header("allow").is_some_and(|a| a.contains("GET")));
 
     let long = format!("/v1/ids/snowflake?format={}", "x".repeat(2100));
     let e = get(s.addr, &long, &[]);
