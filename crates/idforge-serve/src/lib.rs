@@ -73,8 +73,15 @@ pub struct App {
     left_out: Vec<(String, &'static str)>,
     /// The custom scheme of the configured layout.
     custom: Option<Kind>,
+    /// Ids of the batches in flight on the blocking pool: at most [`IN_FLIGHT_BATCHES`] times
+    /// the max count, so concurrent large requests cannot exhaust memory.
+    in_flight: Arc<tokio::sync::Semaphore>,
     metrics: Metrics,
 }
+
+/// The ids of the large batches in flight are at most this many times `--max-count`; past that a
+/// request for a large batch gets 503 with `Retry-After: 1`.
+pub const IN_FLIGHT_BATCHES: u64 = 8;
 
 impl App {
     /// Opens every scheme of `config` (all of the catalog by default; custom only with a
@@ -191,10 +198,13 @@ impl App {
             anyhow::bail!("no scheme to serve: name some with --schemes");
         }
         Ok(Arc::new(App {
-            config,
             schemes,
             left_out,
             custom,
+            in_flight: Arc::new(tokio::sync::Semaphore::new(
+                (IN_FLIGHT_BATCHES * config.max_count) as usize,
+            )),
+            config,
             metrics: Metrics::default(),
         }))
     }
@@ -785,8 +795,27 @@ async fn ids_inner(
     let made = if count <= INLINE_COUNT {
         issue(s, count, body, format)
     } else {
+        // count <= max_count <= MAX_COUNT_CEILING: it fits a u32. The permit goes with the
+        // batch, so it is held until the batch is made, even past the request's timeout.
+        let Ok(permit) = app.in_flight.clone().try_acquire_many_owned(count as u32) else {
+            let mut r = fail(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "too many ids in flight (at most {} in large batches at once): retry in a second",
+                    IN_FLIGHT_BATCHES * max
+                ),
+            )
+            .into_response();
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            return Ok(r);
+        };
         let worker = app.clone();
-        tokio::task::spawn_blocking(move || issue(&worker.schemes[i], count, body, format))
+        tokio::task::spawn_blocking(move || {
+            let made = issue(&worker.schemes[i], count, body, format);
+            drop(permit);
+            made
+        })
             .await
             .map_err(|_| {
                 fail(

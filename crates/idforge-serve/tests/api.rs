@@ -536,6 +536,11 @@ fn schemes_health_readiness_metrics_and_openapi() {
             api["paths"][path]["get"]["responses"]["414"].is_object(),
             "{path} does not document 414"
         );
+        // hyper's own answer to a request head too large is documented too.
+        assert!(
+            api["paths"][path]["get"]["responses"]["431"].is_object(),
+            "{path} does not document 431"
+        );
     }
     // The bodies have the fields the document gives them.
     let props = |name: &str| -> HashSet<String> {
@@ -692,4 +697,60 @@ fn a_lost_state_file_makes_the_service_unready() {
     assert!(get(s.addr, "/metrics", &[])
         .text()
         .contains("idforge_ready 0"));
+}
+
+#[test]
+fn large_batches_in_flight_are_capped_with_503_and_retry_after() {
+    // Sonyflake issues 256 ids per 10 ms tick: a batch of 10000 takes about 0.4 s. With a max
+    // count of 10000, at most 8 such batches are in flight at once.
+    let s = start(Config {
+        max_count: 10_000,
+        in_process: true,
+        ..config(&["sonyflake", "uuid7"])
+    });
+    let addr = s.addr;
+    let slow: Vec<_> = (0..8)
+        .map(|_| std::thread::spawn(move || get(addr, "/v1/ids/sonyflake?count=10000", &[])))
+        .collect();
+    std::thread::sleep(Duration::from_millis(150));
+    let r = get(s.addr, "/v1/ids/uuid7?count=100", &[]);
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert_eq!(r.header("retry-after"), Some("1"));
+    assert!(r.error().contains("too many ids in flight"), "{}", r.error());
+    // Small batches are not counted.
+    assert_eq!(get(s.addr, "/v1/ids/uuid7?count=64", &[]).ids().len(), 64);
+    for t in slow {
+        assert_eq!(t.join().unwrap().ids().len(), 10_000);
+    }
+    // Once they are done, large batches are served again.
+    assert_eq!(get(s.addr, "/v1/ids/uuid7?count=100", &[]).ids().len(), 100);
+}
+
+#[test]
+fn hypers_own_431_and_414_are_documented_as_they_are() {
+    let s = start(config(&["uuid7"]));
+    let api = get(s.addr, "/openapi.json", &[]).json();
+    let head = &api["paths"]["/v1/ids/{scheme}"]["head"]["responses"]["405"];
+    assert_eq!(head["headers"]["Allow"]["schema"]["enum"][0], "GET", "{head}");
+    let info = api["info"]["description"].as_str().unwrap();
+    for says in ["431", "100 header fields", "417792 bytes", "65534 bytes", "empty body"] {
+        assert!(info.contains(says), "{says}: {info}");
+    }
+    let too_large = &api["components"]["responses"]["HeadersTooLarge"];
+    assert!(too_large["content"].is_null(), "no body: {too_large}");
+
+    // More than 100 header fields: hyper's 431, with an empty body, as documented.
+    let many: Vec<(String, String)> = (0..101).map(|i| (format!("x-h{i}"), "1".into())).collect();
+    let many: Vec<(&str, &str)> = many.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let r = get(s.addr, "/v1/ids/uuid7", &many);
+    assert_eq!(r.status, 431);
+    assert!(r.body.is_empty(), "{r:?}");
+    // A request target over 65534 bytes: hyper's 414, with an empty body.
+    let r = get(s.addr, &format!("/v1/ids/uuid7?x={}", "a".repeat(70_000)), &[]);
+    assert_eq!(r.status, 414);
+    assert!(r.body.is_empty(), "{r:?}");
+    // Below hyper's limits the service answers, in JSON.
+    let r = get(s.addr, &format!("/v1/ids/uuid7?x={}", "a".repeat(3000)), &[]);
+    assert_eq!(r.status, 414);
+    assert!(r.error().contains("2048"));
 }
