@@ -21,7 +21,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "IP:PORT")]
     listen: Option<String>,
     /// The schemes to serve, comma separated [default: every scheme of the catalog; custom
-    /// only with --layout].
+    /// only with --layout, the schemes with a node id only with one].
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     schemes: Option<Vec<String>>,
     /// Node id of the schemes with a node field (global-id, global-id-128, snowflake,
@@ -85,7 +85,7 @@ pub const EXIT_CODES: &str = "Exit status:
   0  stopped by SIGTERM or SIGINT, after the requests in flight
   2  a setting the server cannot use: an unknown scheme or key, a scheme with a node id named
      without one, a layout that does not parse, --max-count over 1000000, an empty token
-     list, a config or tokens file that cannot be read, etcd that cannot be reached
+     list, a config or tokens file that cannot be read
   4  a state file cannot be used (another user's, damaged, replaced, or for another scheme)
   7  the address cannot be listened on (in use, or not permitted)";
 

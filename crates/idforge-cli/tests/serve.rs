@@ -237,7 +237,12 @@ fn refused(d: &TempDir, args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, St
         std::thread::sleep(Duration::from_millis(20));
     };
     let mut err = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
     (code, err)
 }
 
@@ -285,7 +290,14 @@ fn a_layout_that_does_not_parse_stops_the_server_with_gens_reason() {
     let reason = gen_err.trim().trim_start_matches("idforge: error: ");
     for args in [
         &["--layout", "41t.10n.12s", "--node", "1"][..],
-        &["--layout", "41t.10n.12s", "--node", "1", "--schemes", "custom"][..],
+        &[
+            "--layout",
+            "41t.10n.12s",
+            "--node",
+            "1",
+            "--schemes",
+            "custom",
+        ][..],
     ] {
         let (code, err) = refused(&d, args, &[]);
         assert_eq!(code, Some(2), "{args:?}: {err}");
@@ -310,14 +322,20 @@ fn an_address_in_use_exits_7_as_the_help_says() {
         .output()
         .unwrap();
     let help = String::from_utf8_lossy(&help.stdout);
-    assert!(help.contains("7  the address cannot be listened on"), "{help}");
+    assert!(
+        help.contains("7  the address cannot be listened on"),
+        "{help}"
+    );
     assert!(help.contains("IDFORGE_TOKENS"), "{help}");
     let help = std::process::Command::new(env!("CARGO_BIN_EXE_idforge"))
         .arg("--help")
         .output()
         .unwrap();
     let help = String::from_utf8_lossy(&help.stdout);
-    assert!(help.contains("7  serve: the address cannot be listened on"), "{help}");
+    assert!(
+        help.contains("7  serve: the address cannot be listened on"),
+        "{help}"
+    );
 }
 
 #[test]

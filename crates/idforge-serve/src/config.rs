@@ -28,14 +28,15 @@ pub const MAX_URI_BYTES: usize = 2048;
 pub const ENVIRONMENT: &str = "Environment (below flags, above the --config file):
   IDFORGE_LISTEN       address to listen on (--listen)
   IDFORGE_SCHEMES      schemes to serve, comma separated (--schemes)
-  IDFORGE_NODE         node id of schemes with a node field (--node)
-  IDFORGE_HOST         nanots-host's host id (--host)
+  IDFORGE_NODE         node id of schemes with a node field, served only with one (--node)
+  IDFORGE_HOST         nanots-host's host id, served only with one (--host)
   IDFORGE_LAYOUT       layout of the custom scheme, which is served only with one (--layout)
   IDFORGE_IN_PROCESS   1/true: keep stamps in the process, not in state files (--in-process)
-  IDFORGE_MAX_COUNT    largest count of one request (--max-count)
+  IDFORGE_MAX_COUNT    largest count of one request, at most 1000000 (--max-count)
   IDFORGE_TIMEOUT_MS   request timeout in milliseconds (--timeout-ms)
   IDFORGE_TOKENS_FILE  bearer tokens, one per line (--tokens-file)
-  IDFORGE_TOKENS       more bearer tokens, comma separated (added to the file's)
+  IDFORGE_TOKENS       more bearer tokens, comma separated (added to the file's; set, it must
+                       hold one)
   IDFORGE_ETCD         etcd endpoints, comma separated: lease node ids from etcd (--etcd)
   IDFORGE_ETCD_CACERT  PEM CA certificate that signed etcd's server certificate (--etcd-cacert)
   IDFORGE_ETCD_CERT    PEM client certificate for etcd (--etcd-cert)
@@ -57,7 +58,8 @@ pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
 pub struct Settings {
     /// The address to listen on.
     pub listen: Option<String>,
-    /// The schemes to serve (default: every scheme of the catalog; custom only with a layout).
+    /// The schemes to serve (default: every scheme of the catalog; custom only with a layout,
+    /// schemes with a node id only with one).
     pub schemes: Option<Vec<String>>,
     /// The node id of schemes with a node field (none by default: those schemes are then not
     /// served).
@@ -462,7 +464,10 @@ mod tests {
         for v in ["", ",", " , ,", "  "] {
             let env = Settings::from_vars(|k| (k == "IDFORGE_TOKENS").then(|| v.into())).unwrap();
             let e = env.finish().expect_err(v).to_string();
-            assert!(e.contains("IDFORGE_TOKENS is set but holds no token"), "{v:?}: {e}");
+            assert!(
+                e.contains("IDFORGE_TOKENS is set but holds no token"),
+                "{v:?}: {e}"
+            );
         }
         let empty = Settings {
             tokens: Some(vec![]),

@@ -111,7 +111,7 @@ impl App {
             ),
             None => None,
         };
-        for (name, _) in &config.nodes {
+        for name in config.nodes.keys() {
             let kind = resolve(name, custom.as_ref()).with_context(|| {
                 format!("[nodes] in the config file names {name:?}, not a scheme")
             })?;
@@ -367,7 +367,11 @@ impl std::fmt::Display for CannotListen {
             }
             _ => "choose another address with --listen",
         };
-        write!(f, "cannot listen on {}: {} ({hint})", self.addr, self.source)
+        write!(
+            f,
+            "cannot listen on {}: {} ({hint})",
+            self.addr, self.source
+        )
     }
 }
 
@@ -816,13 +820,13 @@ async fn ids_inner(
             drop(permit);
             made
         })
-            .await
-            .map_err(|_| {
-                fail(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "internal error: id generation panicked (a bug: please report it)",
-                )
-            })?
+        .await
+        .map_err(|_| {
+            fail(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal error: id generation panicked (a bug: please report it)",
+            )
+        })?
     };
     let bytes = match made {
         Ok(bytes) => bytes,

@@ -716,7 +716,11 @@ fn large_batches_in_flight_are_capped_with_503_and_retry_after() {
     let r = get(s.addr, "/v1/ids/uuid7?count=100", &[]);
     assert_eq!(r.status, 503, "{}", r.text());
     assert_eq!(r.header("retry-after"), Some("1"));
-    assert!(r.error().contains("too many ids in flight"), "{}", r.error());
+    assert!(
+        r.error().contains("too many ids in flight"),
+        "{}",
+        r.error()
+    );
     // Small batches are not counted.
     assert_eq!(get(s.addr, "/v1/ids/uuid7?count=64", &[]).ids().len(), 64);
     for t in slow {
@@ -731,9 +735,18 @@ fn hypers_own_431_and_414_are_documented_as_they_are() {
     let s = start(config(&["uuid7"]));
     let api = get(s.addr, "/openapi.json", &[]).json();
     let head = &api["paths"]["/v1/ids/{scheme}"]["head"]["responses"]["405"];
-    assert_eq!(head["headers"]["Allow"]["schema"]["enum"][0], "GET", "{head}");
+    assert_eq!(
+        head["headers"]["Allow"]["schema"]["enum"][0], "GET",
+        "{head}"
+    );
     let info = api["info"]["description"].as_str().unwrap();
-    for says in ["431", "100 header fields", "417792 bytes", "65534 bytes", "empty body"] {
+    for says in [
+        "431",
+        "100 header fields",
+        "417792 bytes",
+        "65534 bytes",
+        "empty body",
+    ] {
         assert!(info.contains(says), "{says}: {info}");
     }
     let too_large = &api["components"]["responses"]["HeadersTooLarge"];
@@ -746,11 +759,19 @@ fn hypers_own_431_and_414_are_documented_as_they_are() {
     assert_eq!(r.status, 431);
     assert!(r.body.is_empty(), "{r:?}");
     // A request target over 65534 bytes: hyper's 414, with an empty body.
-    let r = get(s.addr, &format!("/v1/ids/uuid7?x={}", "a".repeat(70_000)), &[]);
+    let r = get(
+        s.addr,
+        &format!("/v1/ids/uuid7?x={}", "a".repeat(70_000)),
+        &[],
+    );
     assert_eq!(r.status, 414);
     assert!(r.body.is_empty(), "{r:?}");
     // Below hyper's limits the service answers, in JSON.
-    let r = get(s.addr, &format!("/v1/ids/uuid7?x={}", "a".repeat(3000)), &[]);
+    let r = get(
+        s.addr,
+        &format!("/v1/ids/uuid7?x={}", "a".repeat(3000)),
+        &[],
+    );
     assert_eq!(r.status, 414);
     assert!(r.error().contains("2048"));
 }
