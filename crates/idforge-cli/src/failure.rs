@@ -12,7 +12,8 @@ pub const EXIT_CODES: &str = "Exit status:
   3  the generator refused to issue: the clock is behind the last id, or the layout's time ran out
   4  the state file cannot be used (another user's, damaged, replaced, or for another scheme)
   5  output could not be written
-  6  no node id could be leased from etcd (namespace full, clock behind, etcd unreachable)";
+  6  no node id could be leased from etcd (namespace full, clock behind, etcd unreachable)
+  7  serve: the address cannot be listened on (in use, or not permitted)";
 
 /// A mistake in how the command was called (exit code 2).
 #[derive(Debug)]
@@ -61,6 +62,9 @@ pub fn report(e: &anyhow::Error) -> ExitCode {
 /// The exit code of an error.
 pub fn code(e: &anyhow::Error) -> u8 {
     use idforge::Error as E;
+    if e.downcast_ref::<idforge_serve::CannotListen>().is_some() {
+        return 7;
+    }
     if e.downcast_ref::<Usage>().is_some() {
         return 2;
     }

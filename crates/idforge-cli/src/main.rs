@@ -73,7 +73,7 @@ enum Command {
     Torture(torture::TortureArgs),
     /// Serve ids over HTTP (see docs/SERVICE.md): GET /v1/ids/SCHEME?count=N, /v1/inspect/ID,
     /// /v1/schemes, /healthz, /readyz, /metrics, /openapi.json.
-    #[command(after_help = idforge_serve::ENVIRONMENT)]
+    #[command(after_help = serve::after_help())]
     Serve(Box<serve::ServeArgs>),
     /// Internal: one fork round of `torture`.
     #[command(hide = true)]

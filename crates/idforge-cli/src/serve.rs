@@ -11,7 +11,7 @@ use idforge_serve::Settings;
 /// defaults: the first that sets a value wins.
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// A TOML file of settings (keys: listen, schemes, node, host, layout, in_process,
+    /// A TOML file of settings (keys: listen, schemes, node, host, nodes, layout, in_process,
     /// max_count, timeout_ms, tokens_file, etcd, etcd_cacert, etcd_cert, etcd_key, etcd_user,
     /// etcd_password_file, namespace_prefix, lease_ttl, clock), below flags and environment
     /// variables.
@@ -21,24 +21,29 @@ pub struct ServeArgs {
     #[arg(long, value_name = "IP:PORT")]
     listen: Option<String>,
     /// The schemes to serve, comma separated [default: every scheme of the catalog; custom
-    /// only with --layout].
+    /// only with --layout, the schemes with a node id only with one].
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     schemes: Option<Vec<String>>,
-    /// Node id of the schemes with a node field [default: 0]. Every server issuing the same
-    /// scheme needs its own node id (or shares one host's state files).
+    /// Node id of the schemes with a node field (global-id, global-id-128, snowflake,
+    /// sonyflake, custom with a node field). idforge never picks one: without --node, --etcd or
+    /// a node id per scheme under [nodes] in the --config file, those schemes are not served
+    /// (and naming one in --schemes is an error). Every server issuing the same scheme needs its
+    /// own node id (or shares one host's state files).
     #[arg(long)]
     node: Option<u64>,
-    /// nanots-host: this host's id, 0-99 [default: 0].
+    /// nanots-host: this host's id, 0-99; without it (or --etcd, or [nodes] in the config
+    /// file) nanots-host is not served.
     #[arg(long)]
     host: Option<u64>,
-    /// Layout of the custom scheme (see `idforge gen --help`); custom is served only with one.
+    /// Layout of the custom scheme (see `idforge gen --help`); custom is served only with one,
+    /// and a layout that does not parse stops the server.
     #[arg(long)]
     layout: Option<String>,
     /// Keep the stamps in this process instead of the host-wide state files. Without state
     /// files two servers on one host, or a restarted server, can issue the same ids.
     #[arg(long)]
     in_process: bool,
-    /// Largest `count` of one request [default: 100000].
+    /// Largest `count` of one request [default: 100000; at most 1000000].
     #[arg(long, value_name = "N")]
     max_count: Option<u64>,
     /// Request timeout in milliseconds [default: 10000].
@@ -75,6 +80,20 @@ pub struct ServeArgs {
     clock: Option<crate::gen::ClockArg>,
 }
 
+/// The exit codes of `idforge serve`.
+pub const EXIT_CODES: &str = "Exit status:
+  0  stopped by SIGTERM or SIGINT, after the requests in flight
+  2  a setting the server cannot use: an unknown scheme or key, a scheme with a node id named
+     without one, a layout that does not parse, --max-count over 1000000, an empty token
+     list, a config or tokens file that cannot be read
+  4  a state file cannot be used (another user's, damaged, replaced, or for another scheme)
+  7  the address cannot be listened on (in use, or not permitted)";
+
+/// What `idforge serve --help` ends with: the environment variables and the exit codes.
+pub fn after_help() -> String {
+    format!("{}\n\n{EXIT_CODES}", idforge_serve::ENVIRONMENT)
+}
+
 /// Runs `idforge serve` until SIGTERM or SIGINT.
 pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let flags = Settings {
@@ -82,6 +101,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         schemes: a.schemes,
         node: a.node,
         host: a.host,
+        nodes: None,
         layout: a.layout,
         in_process: a.in_process.then_some(true),
         max_count: a.max_count,
@@ -102,11 +122,16 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
                 .map_or_else(String::new, |v| v.get_name().to_string())
         }),
     };
-    let file = match &a.config {
-        Some(path) => Settings::from_file(path)?,
-        None => Settings::default(),
+    // Every failure here is a setting the server cannot use (exit 2), also a file that cannot
+    // be read (not exit 5, which is for output).
+    let settings = || -> anyhow::Result<idforge_serve::Config> {
+        let file = match &a.config {
+            Some(path) => Settings::from_file(path)?,
+            None => Settings::default(),
+        };
+        flags.or(Settings::from_env()?).or(file).finish()
     };
-    let config = flags.or(Settings::from_env()?).or(file).finish()?;
+    let config = settings().map_err(|e| crate::failure::Usage(format!("{e:#}")))?;
     idforge_serve::run_blocking(config)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -27,6 +27,8 @@ fn sigterm_finishes_the_requests_in_flight_and_exits_zero() {
         "127.0.0.1:0",
         "--schemes",
         "snowflake,sonyflake",
+        "--node",
+        "1",
     ]);
     let mut p = spawn(c);
     assert_eq!(get(p.addr, "/v1/ids/snowflake?count=3", &[]).ids().len(), 3);
@@ -207,4 +209,162 @@ fn kill_9_mid_load_then_restart_never_repeats() {
     );
     // Stronger: the restart continues after every id issued before (served or not).
     assert!(after[0] > *before.iter().max().unwrap());
+}
+
+/// `idforge serve ARGS` that must stop at start: its exit code (`None`: still running after
+/// 20 s, then killed) and its log.
+fn refused(d: &TempDir, args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
+    use std::io::Read;
+    let mut c = cmd(&d.0);
+    if !args.contains(&"--listen") {
+        c.args(["--listen", "127.0.0.1:0"]);
+    }
+    c.args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let mut child = c.spawn().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let code = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.code();
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    (code, err)
+}
+
+#[test]
+fn without_a_node_the_node_schemes_are_left_out_and_the_log_says_so_once() {
+    let d = TempDir::new("nonode");
+    let mut c = cmd(&d.0);
+    c.args(["--listen", "127.0.0.1:0"]);
+    let p = spawn(c);
+    assert_eq!(get(p.addr, "/v1/ids/uuid7", &[]).ids().len(), 1);
+    let e = get(p.addr, "/v1/ids/snowflake", &[]);
+    assert_eq!(e.status, 400);
+    assert!(e.error().contains("not served here"), "{}", e.error());
+    std::thread::sleep(Duration::from_millis(100));
+    let log = p.stderr.lock().unwrap().clone();
+    let note = "not serving global-id, global-id-128, snowflake, sonyflake, nanots-host";
+    assert_eq!(log.matches(note).count(), 1, "{log}");
+    assert!(log.contains("--node N / --host N"), "{log}");
+    let listening = log.lines().find(|l| l.contains("listening on")).unwrap();
+    assert!(!listening.contains("snowflake"), "{listening}");
+
+    // Named without a node: exit 2, saying how to give one.
+    for scheme in ["snowflake", "uuid7,nanots-host"] {
+        let (code, err) = refused(&d, &["--schemes", scheme], &[]);
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains("needs a node id"), "{err}");
+    }
+    // With a node from the environment, served.
+    let mut c = cmd(&d.0);
+    c.args(["--listen", "127.0.0.1:0", "--schemes", "snowflake"])
+        .env("IDFORGE_NODE", "6");
+    let p = spawn(c);
+    let m = get(p.addr, "/metrics", &[]).text();
+    assert!(m.contains("idforge_node_id{scheme=\"snowflake\"} 6"), "{m}");
+}
+
+#[test]
+fn a_layout_that_does_not_parse_stops_the_server_with_gens_reason() {
+    let d = TempDir::new("badlayout");
+    let gen = std::process::Command::new(env!("CARGO_BIN_EXE_idforge"))
+        .args(["gen", "custom", "--layout", "41t.10n.12s", "--node", "1"])
+        .output()
+        .unwrap();
+    let gen_err = String::from_utf8_lossy(&gen.stderr);
+    let reason = gen_err.trim().trim_start_matches("idforge: error: ");
+    for args in [
+        &["--layout", "41t.10n.12s", "--node", "1"][..],
+        &[
+            "--layout",
+            "41t.10n.12s",
+            "--node",
+            "1",
+            "--schemes",
+            "custom",
+        ][..],
+    ] {
+        let (code, err) = refused(&d, args, &[]);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(reason), "{args:?}: {err}\ngen: {reason}");
+        assert!(!err.contains("listening"), "{err}");
+    }
+}
+
+#[test]
+fn an_address_in_use_exits_7_as_the_help_says() {
+    let d = TempDir::new("inuse");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let (code, err) = refused(&d, &["--schemes", "uuid7", "--listen", &addr], &[]);
+    assert_eq!(code, Some(7), "{err}");
+    assert!(
+        err.contains(&format!("cannot listen on {addr}")) && err.contains("--listen"),
+        "{err}"
+    );
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_idforge"))
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("7  the address cannot be listened on"),
+        "{help}"
+    );
+    assert!(help.contains("IDFORGE_TOKENS"), "{help}");
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_idforge"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("7  serve: the address cannot be listened on"),
+        "{help}"
+    );
+}
+
+#[test]
+fn settings_the_server_cannot_use_exit_2() {
+    let d = TempDir::new("unusable");
+    for (args, env, says) in [
+        (
+            &["--schemes", "uuid7"][..],
+            &[("IDFORGE_TOKENS", ",")][..],
+            "IDFORGE_TOKENS is set but holds no token",
+        ),
+        (
+            &["--schemes", "uuid7"],
+            &[("IDFORGE_TOKENS", "")],
+            "holds no token",
+        ),
+        (
+            &["--schemes", "uuid7", "--max-count", "39000000000000"],
+            &[],
+            "ceiling of 1000000",
+        ),
+        (
+            &["--schemes", "uuid7", "--tokens-file", "/nonexistent/tokens"],
+            &[],
+            "cannot read the tokens file",
+        ),
+    ] {
+        let (code, err) = refused(&d, args, env);
+        assert_eq!(code, Some(2), "{args:?} {env:?}: {err}");
+        assert!(err.contains(says), "{args:?} {env:?}: {err}");
+    }
 }

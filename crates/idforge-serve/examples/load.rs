@@ -2,7 +2,7 @@
 //! one GET after another for a bounded time; prints requests/s, ids/s and latency percentiles.
 //!
 //! ```sh
-//! cargo run --release -p idforge-cli -- serve --in-process &
+//! cargo run --release -p idforge-cli -- serve --in-process --node 1 &
 //! cargo run --release -p idforge-serve --example load -- 127.0.0.1:7470 '/v1/ids/snowflake?count=1' 4 10
 //! ```
 //! Arguments: address, path, connections (default 4), seconds (default 10, at most 300). The ids

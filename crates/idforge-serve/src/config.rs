@@ -2,6 +2,7 @@
 //! over defaults. Each layer is a [`Settings`] (every field optional); [`Settings::or`] puts one
 //! over another and [`Settings::finish`] fills in the defaults and checks the result.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -16,6 +17,8 @@ use serde::Deserialize;
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7470";
 /// The default largest `count` of one request.
 pub const DEFAULT_MAX_COUNT: u64 = 100_000;
+/// The largest `--max-count` accepted: one request's body stays below about 45 MB.
+pub const MAX_COUNT_CEILING: u64 = 1_000_000;
 /// The default request timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest request target (path and query) accepted, in bytes; longer ones get 414.
@@ -25,14 +28,15 @@ pub const MAX_URI_BYTES: usize = 2048;
 pub const ENVIRONMENT: &str = "Environment (below flags, above the --config file):
   IDFORGE_LISTEN       address to listen on (--listen)
   IDFORGE_SCHEMES      schemes to serve, comma separated (--schemes)
-  IDFORGE_NODE         node id of schemes with a node field (--node)
-  IDFORGE_HOST         nanots-host's host id (--host)
+  IDFORGE_NODE         node id of schemes with a node field, served only with one (--node)
+  IDFORGE_HOST         nanots-host's host id, served only with one (--host)
   IDFORGE_LAYOUT       layout of the custom scheme, which is served only with one (--layout)
   IDFORGE_IN_PROCESS   1/true: keep stamps in the process, not in state files (--in-process)
-  IDFORGE_MAX_COUNT    largest count of one request (--max-count)
+  IDFORGE_MAX_COUNT    largest count of one request, at most 1000000 (--max-count)
   IDFORGE_TIMEOUT_MS   request timeout in milliseconds (--timeout-ms)
   IDFORGE_TOKENS_FILE  bearer tokens, one per line (--tokens-file)
-  IDFORGE_TOKENS       more bearer tokens, comma separated (added to the file's)
+  IDFORGE_TOKENS       more bearer tokens, comma separated (added to the file's; set, it must
+                       hold one)
   IDFORGE_ETCD         etcd endpoints, comma separated: lease node ids from etcd (--etcd)
   IDFORGE_ETCD_CACERT  PEM CA certificate that signed etcd's server certificate (--etcd-cacert)
   IDFORGE_ETCD_CERT    PEM client certificate for etcd (--etcd-cert)
@@ -54,12 +58,17 @@ pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
 pub struct Settings {
     /// The address to listen on.
     pub listen: Option<String>,
-    /// The schemes to serve (default: every scheme of the catalog; custom only with a layout).
+    /// The schemes to serve (default: every scheme of the catalog; custom only with a layout,
+    /// schemes with a node id only with one).
     pub schemes: Option<Vec<String>>,
-    /// The node id of schemes with a node field (default 0).
+    /// The node id of schemes with a node field (none by default: those schemes are then not
+    /// served).
     pub node: Option<u64>,
-    /// nanots-host's host id (default 0).
+    /// nanots-host's host id (none by default: nanots-host is then not served).
     pub host: Option<u64>,
+    /// A node id per scheme (`[nodes]` in the TOML file: `snowflake = 7`, `nanots-host = 3`),
+    /// over `node` and `host` for that scheme.
+    pub nodes: Option<BTreeMap<String, u64>>,
     /// The custom scheme's layout.
     pub layout: Option<String>,
     /// Keep stamps in the process instead of host-wide state files.
@@ -116,10 +125,13 @@ pub struct Config {
     pub listen: SocketAddr,
     /// The schemes to serve, by name (`None`: every scheme of the catalog).
     pub schemes: Option<Vec<String>>,
-    /// The node id of schemes with a node field.
-    pub node: u64,
-    /// nanots-host's host id.
-    pub host: u64,
+    /// The node id of schemes with a node field; `None`: those schemes are served only with a
+    /// node id of their own in `nodes`, or with `fleet`.
+    pub node: Option<u64>,
+    /// nanots-host's host id; `None`: as `node`.
+    pub host: Option<u64>,
+    /// A node (or host) id per scheme name, over `node` and `host` for that scheme.
+    pub nodes: BTreeMap<String, u64>,
     /// The custom scheme's layout; custom is served only with one.
     pub layout: Option<String>,
     /// Keep stamps in the process instead of host-wide state files.
@@ -160,6 +172,7 @@ impl Settings {
             schemes: self.schemes.or(lower.schemes),
             node: self.node.or(lower.node),
             host: self.host.or(lower.host),
+            nodes: self.nodes.or(lower.nodes),
             layout: self.layout.or(lower.layout),
             in_process: self.in_process.or(lower.in_process),
             max_count: self.max_count.or(lower.max_count),
@@ -180,7 +193,7 @@ impl Settings {
     }
 
     /// The settings of a TOML file (keys as the fields of [`Settings`]: `listen`, `schemes`,
-    /// `node`, `host`, `layout`, `in_process`, `max_count`, `timeout_ms`, `tokens_file`, `etcd`,
+    /// `node`, `host`, `nodes`, `layout`, `in_process`, `max_count`, `timeout_ms`, `tokens_file`, `etcd`,
     /// `etcd_cacert`, `etcd_cert`, `etcd_key`, `etcd_user`, `etcd_password_file`,
     /// `namespace_prefix`, `lease_ttl`, `clock`).
     ///
@@ -270,12 +283,20 @@ impl Settings {
             schemes: list("IDFORGE_SCHEMES"),
             node: num("IDFORGE_NODE")?,
             host: num("IDFORGE_HOST")?,
+            nodes: None,
             layout: get("IDFORGE_LAYOUT"),
             in_process,
             max_count: num("IDFORGE_MAX_COUNT")?,
             timeout_ms: num("IDFORGE_TIMEOUT_MS")?,
             tokens_file: get("IDFORGE_TOKENS_FILE").map(PathBuf::from),
-            tokens: list("IDFORGE_TOKENS"),
+            // Set at all, even to "" or ",", it must hold a token: an unset secret behind
+            // IDFORGE_TOKENS=$SECRET must not turn authentication off.
+            tokens: var("IDFORGE_TOKENS").map(|v| {
+                v.split(',')
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+                    .collect()
+            }),
             etcd: get("IDFORGE_ETCD"),
             etcd_cacert: get("IDFORGE_ETCD_CACERT").map(PathBuf::from),
             etcd_cert: get("IDFORGE_ETCD_CERT").map(PathBuf::from),
@@ -296,8 +317,9 @@ impl Settings {
     /// file is read here.
     ///
     /// # Errors
-    /// An address that does not parse, a count or timeout of zero, a tokens file that cannot be
-    /// read or holds no token.
+    /// An address that does not parse, a count or timeout of zero, a count over
+    /// [`MAX_COUNT_CEILING`], a tokens file that cannot be read or holds no token, tokens given
+    /// as an empty list (`IDFORGE_TOKENS=","`).
     pub fn finish(self) -> anyhow::Result<Config> {
         let listen = self.listen.as_deref().unwrap_or(DEFAULT_LISTEN);
         let listen: SocketAddr = listen.trim().parse().map_err(|_| {
@@ -308,6 +330,9 @@ impl Settings {
         let max_count = self.max_count.unwrap_or(DEFAULT_MAX_COUNT);
         if max_count == 0 {
             bail!("max count 0 would refuse every request: set at least 1");
+        }
+        if max_count > MAX_COUNT_CEILING {
+            bail!("max count {max_count} is over the ceiling of {MAX_COUNT_CEILING} ids per request: set at most that (ask for more ids in several requests)");
         }
         let timeout = match self.timeout_ms {
             Some(0) => bail!("timeout 0 ms would fail every request: set at least 1"),
@@ -332,7 +357,12 @@ impl Settings {
             }
             tokens.extend(from_file);
         }
-        tokens.extend(self.tokens.unwrap_or_default());
+        if let Some(given) = self.tokens {
+            if given.is_empty() {
+                bail!("IDFORGE_TOKENS is set but holds no token: set one or more tokens, comma separated, or unset it to serve without authentication");
+            }
+            tokens.extend(given);
+        }
         if let Some(t) = tokens.iter().find(|t| t.chars().any(char::is_whitespace)) {
             bail!(
                 "a bearer token holds whitespace ({} characters long): tokens are single words",
@@ -390,8 +420,8 @@ impl Settings {
                 if let Err(e) = etcd.check() {
                     bail!("{e} ({}; etcd_* in the config file)", e.failure.settings());
                 }
-                if self.node.is_some() || self.host.is_some() {
-                    bail!("--etcd leases the node ids: leave out --node and --host (IDFORGE_NODE, IDFORGE_HOST, the file's node and host)");
+                if self.node.is_some() || self.host.is_some() || self.nodes.is_some() {
+                    bail!("--etcd leases the node ids: leave out --node and --host (IDFORGE_NODE, IDFORGE_HOST, the file's node, host and [nodes])");
                 }
                 let namespace_prefix = self.namespace_prefix.unwrap_or_default();
                 if namespace_prefix.contains('/') {
@@ -413,8 +443,9 @@ impl Settings {
         Ok(Config {
             listen,
             schemes: self.schemes,
-            node: self.node.unwrap_or(0),
-            host: self.host.unwrap_or(0),
+            node: self.node,
+            host: self.host,
+            nodes: self.nodes.unwrap_or_default(),
             layout: self.layout,
             in_process: self.in_process.unwrap_or(false),
             max_count,
@@ -446,12 +477,58 @@ mod tests {
         };
         let c = flags.or(env).or(file).finish().unwrap();
         assert_eq!(c.listen.port(), 2);
-        assert_eq!(c.node, 4);
+        assert_eq!(c.node, Some(4));
         assert_eq!(c.max_count, 10);
-        assert_eq!(c.host, 0);
+        assert_eq!(c.host, None);
         assert_eq!(c.tokens, ["a", "b"]);
         assert_eq!(c.timeout, DEFAULT_TIMEOUT);
         assert_eq!(Config::default().listen.to_string(), DEFAULT_LISTEN);
+    }
+
+    #[test]
+    fn an_empty_token_list_from_any_source_is_refused() {
+        for v in ["", ",", " , ,", "  "] {
+            let env = Settings::from_vars(|k| (k == "IDFORGE_TOKENS").then(|| v.into())).unwrap();
+            let e = env.finish().expect_err(v).to_string();
+            assert!(
+                e.contains("IDFORGE_TOKENS is set but holds no token"),
+                "{v:?}: {e}"
+            );
+        }
+        let empty = Settings {
+            tokens: Some(vec![]),
+            ..Settings::default()
+        };
+        assert!(empty.finish().is_err());
+        let dir = std::env::temp_dir().join(format!("idforge-serve-tok-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("tokens");
+        std::fs::write(&file, "# no token\n\n").unwrap();
+        let from_file = Settings {
+            tokens_file: Some(file.clone()),
+            ..Settings::default()
+        };
+        let e = from_file.finish().unwrap_err().to_string();
+        assert!(e.contains("holds no token"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+        // Unset: no authentication.
+        let none = Settings::from_vars(|_| None).unwrap().finish().unwrap();
+        assert!(none.tokens.is_empty());
+    }
+
+    #[test]
+    fn max_count_has_a_ceiling() {
+        let at = Settings {
+            max_count: Some(MAX_COUNT_CEILING),
+            ..Settings::default()
+        };
+        assert_eq!(at.finish().unwrap().max_count, MAX_COUNT_CEILING);
+        let over = Settings {
+            max_count: Some(39_000_000_000_000),
+            ..Settings::default()
+        };
+        let e = over.finish().unwrap_err().to_string();
+        assert!(e.contains("ceiling of 1000000"), "{e}");
     }
 
     #[test]

@@ -39,7 +39,7 @@ mod metrics;
 
 pub use config::{
     Config, Fleet, Settings, DEFAULT_LEASE_TTL, DEFAULT_LISTEN, DEFAULT_MAX_COUNT, DEFAULT_TIMEOUT,
-    ENVIRONMENT, MAX_URI_BYTES,
+    ENVIRONMENT, MAX_COUNT_CEILING, MAX_URI_BYTES,
 };
 use fleet::{Lease, LeaseStatus};
 use metrics::{LeaseGauges, Metrics, SchemeGauges};
@@ -69,25 +69,68 @@ impl Served {
 pub struct App {
     config: Config,
     schemes: Vec<Served>,
+    /// The schemes of the catalog not served for want of a node id, with the flag that gives one.
+    left_out: Vec<(String, &'static str)>,
+    /// The custom scheme of the configured layout.
+    custom: Option<Kind>,
+    /// Ids of the batches in flight on the blocking pool: at most [`IN_FLIGHT_BATCHES`] times
+    /// the max count, so concurrent large requests cannot exhaust memory.
+    in_flight: Arc<tokio::sync::Semaphore>,
     metrics: Metrics,
 }
 
+/// The ids of the large batches in flight are at most this many times `--max-count`; past that a
+/// request for a large batch gets 503 with `Retry-After: 1`.
+pub const IN_FLIGHT_BATCHES: u64 = 8;
+
 impl App {
     /// Opens every scheme of `config` (all of the catalog by default; custom only with a
-    /// layout), so that a scheme that cannot be opened stops the service at start.
+    /// layout), so that a scheme that cannot be opened stops the service at start. A scheme with
+    /// a node (or host) id is served only with one: from `config.node`, `config.host`,
+    /// `config.nodes` or leased with `config.fleet`; serving the whole catalog, the others are
+    /// left out ([`App::left_out`]).
     ///
     /// # Errors
-    /// An unknown scheme, a node that does not fit a scheme's layout, a state file that cannot be
-    /// used, with the scheme named.
+    /// An unknown scheme, a scheme named in `config.schemes` (or custom, by its layout) that
+    /// needs a node id none was given for, a layout that does not parse, a `max_count` over
+    /// [`MAX_COUNT_CEILING`], a node that does not fit a scheme's layout, a state file that
+    /// cannot be used, with the scheme named.
     pub fn open(config: Config) -> anyhow::Result<Arc<App>> {
+        if config.max_count > MAX_COUNT_CEILING {
+            anyhow::bail!(
+                "max count {} is over the ceiling of {MAX_COUNT_CEILING} ids per request: set at most that (--max-count)",
+                config.max_count
+            );
+        }
+        // The layout is parsed whether or not custom is asked for: a setting the service cannot
+        // use stops it, with the reason `idforge gen --layout` gives.
+        let custom = match config.layout.as_deref() {
+            Some(spec) => Some(
+                Kind::from_name("custom", Some(spec))
+                    .context("the custom scheme's layout (--layout) does not parse")?,
+            ),
+            None => None,
+        };
+        for name in config.nodes.keys() {
+            let kind = resolve(name, custom.as_ref()).with_context(|| {
+                format!("[nodes] in the config file names {name:?}, not a scheme")
+            })?;
+            if !matches!(kind.identity(), Identity::Node { .. } | Identity::Host) {
+                anyhow::bail!(
+                    "[nodes] in the config file gives {} a node id, but it has no node field",
+                    kind.name()
+                );
+            }
+        }
         let explicit = config.schemes.is_some();
         let names: Vec<String> = config
             .schemes
             .clone()
             .unwrap_or_else(|| NAMES.iter().map(|n| n.to_string()).collect());
         let mut schemes = Vec::new();
+        let mut left_out = Vec::new();
         for name in &names {
-            let kind = match resolve(name, config.layout.as_deref()) {
+            let kind = match resolve(name, custom.as_ref()) {
                 Ok(k) => k,
                 // Serving the whole catalog: custom without a layout (and schemes this build
                 // leaves out) are skipped.
@@ -97,11 +140,28 @@ impl App {
             if schemes.iter().any(|s: &Served| s.gen.kind() == &kind) {
                 continue;
             }
-            let node = match kind.identity() {
-                Identity::Node { .. } => Some(config.node),
-                Identity::Host => Some(config.host),
-                Identity::Tag { .. } | Identity::None | Identity::PidAndMac => None,
+            let own = config.nodes.get(kind.name()).copied();
+            let (node, needs) = match kind.identity() {
+                Identity::Node { .. } => (own.or(config.node), Some("--node N")),
+                Identity::Host => (own.or(config.host), Some("--host N")),
+                Identity::Tag { .. } | Identity::None | Identity::PidAndMac => (None, None),
             };
+            // idforge never picks a node id: a scheme with one is served only with a node id
+            // given for it, or leased from etcd.
+            if let (None, Some(flag), None) = (node, needs, &config.fleet) {
+                // custom is asked for by its layout.
+                if explicit || matches!(kind, Kind::Layout(idforge::Scheme::Custom(_))) {
+                    anyhow::bail!(
+                        "{} needs a node id, and idforge never picks one: give {flag} (or \
+                         {} = N under [nodes] in the config file, or --etcd), or leave {} out of --schemes",
+                        kind.name(),
+                        kind.name(),
+                        kind.name()
+                    );
+                }
+                left_out.push((kind.name().to_string(), flag));
+                continue;
+            }
             let mut opts = OpenOptions {
                 node,
                 clock: config.clock,
@@ -138,8 +198,13 @@ impl App {
             anyhow::bail!("no scheme to serve: name some with --schemes");
         }
         Ok(Arc::new(App {
-            config,
             schemes,
+            left_out,
+            custom,
+            in_flight: Arc::new(tokio::sync::Semaphore::new(
+                (IN_FLIGHT_BATCHES * config.max_count) as usize,
+            )),
+            config,
             metrics: Metrics::default(),
         }))
     }
@@ -155,6 +220,27 @@ impl App {
             .iter()
             .map(|s| s.gen.name().to_string())
             .collect()
+    }
+
+    /// The schemes of the catalog left out because no node id was given for them (served with
+    /// `--node`, `--host`, `[nodes]` in the config file or `--etcd`).
+    pub fn left_out(&self) -> Vec<String> {
+        self.left_out.iter().map(|(n, _)| n.clone()).collect()
+    }
+
+    /// What the log says at start about the schemes left out, if any.
+    pub fn left_out_note(&self) -> Option<String> {
+        if self.left_out.is_empty() {
+            return None;
+        }
+        let mut flags: Vec<&str> = self.left_out.iter().map(|(_, f)| *f).collect();
+        flags.sort_unstable_by(|a, b| b.cmp(a));
+        flags.dedup();
+        Some(format!(
+            "not serving {}: they need a node id, and idforge never picks one; serve them with {} (each server its own), --etcd, or a node id per scheme under [nodes] in the config file",
+            self.left_out().join(", "),
+            flags.join(" / ")
+        ))
     }
 
     /// The state files in use, by scheme.
@@ -193,32 +279,40 @@ impl App {
         if let Some(i) = self.schemes.iter().position(|s| s.gen.name() == name) {
             return Ok(i);
         }
-        let kind = resolve(name, self.config.layout.as_deref())
-            .map_err(|e| fail(StatusCode::BAD_REQUEST, query_words(&format!("{e:#}"))))?;
+        let not_served = |name: &str| {
+            fail(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "{name} is not served here; served: {} (see /v1/schemes for the catalog)",
+                    self.scheme_names().join(", ")
+                ),
+            )
+        };
+        let kind = match resolve(name, self.custom.as_ref()) {
+            Ok(kind) => kind,
+            Err(_) if name.trim().eq_ignore_ascii_case("custom") => {
+                return Err(not_served("custom"))
+            }
+            Err(e) => {
+                return Err(fail(
+                    StatusCode::BAD_REQUEST,
+                    query_words(&format!("{e:#}")),
+                ))
+            }
+        };
         self.schemes
             .iter()
             .position(|s| s.gen.kind() == &kind)
-            .ok_or_else(|| {
-                fail(
-                    StatusCode::BAD_REQUEST,
-                    format!(
-                        "{} is not served here; served: {} (see /v1/schemes for the catalog)",
-                        kind.name(),
-                        self.scheme_names().join(", ")
-                    ),
-                )
-            })
+            .ok_or_else(|| not_served(kind.name()))
     }
 }
 
 /// The kind of a scheme name: a catalog name, or `custom` with the configured layout.
-fn resolve(name: &str, layout: Option<&str>) -> anyhow::Result<Kind> {
-    match Kind::from_name(name, None) {
-        Ok(k) => Ok(k),
-        Err(e) => match layout.and_then(|l| Kind::from_name(name, Some(l)).ok()) {
-            Some(k) => Ok(k),
-            None => Err(e.into()),
-        },
+fn resolve(name: &str, custom: Option<&Kind>) -> anyhow::Result<Kind> {
+    match (Kind::from_name(name, None), custom) {
+        (Ok(k), _) => Ok(k),
+        (Err(_), Some(c)) if name.trim().eq_ignore_ascii_case("custom") => Ok(c.clone()),
+        (Err(e), _) => Err(e.into()),
     }
 }
 
@@ -252,10 +346,45 @@ pub async fn serve_on(
         .context("the server failed")
 }
 
+/// The configured address cannot be listened on (in use, or not permitted): the command line
+/// ends with its own exit code for it.
+#[derive(Debug)]
+pub struct CannotListen {
+    /// The address.
+    pub addr: std::net::SocketAddr,
+    /// Why.
+    pub source: std::io::Error,
+}
+
+impl std::fmt::Display for CannotListen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let hint = match self.source.kind() {
+            std::io::ErrorKind::AddrInUse => {
+                "another process listens there: stop it, or choose another address with --listen"
+            }
+            std::io::ErrorKind::PermissionDenied => {
+                "ports below 1024 need privileges: choose a port from 1024 with --listen"
+            }
+            _ => "choose another address with --listen",
+        };
+        write!(
+            f,
+            "cannot listen on {}: {} ({hint})",
+            self.addr, self.source
+        )
+    }
+}
+
+impl std::error::Error for CannotListen {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
 /// Opens the schemes, listens on the configured address and serves until SIGTERM or SIGINT.
 ///
 /// # Errors
-/// Those of [`App::open`]; an address that cannot be bound.
+/// Those of [`App::open`]; an address that cannot be bound ([`CannotListen`]).
 pub async fn serve(config: Config) -> anyhow::Result<()> {
     let listen = config.listen;
     if !listen.ip().is_loopback() && config.tokens.is_empty() {
@@ -270,7 +399,10 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         .context("opening the schemes panicked")??;
     let listener = tokio::net::TcpListener::bind(listen)
         .await
-        .with_context(|| format!("cannot listen on {listen} (choose another with --listen)"))?;
+        .map_err(|source| CannotListen {
+            addr: listen,
+            source,
+        })?;
     let addr = listener.local_addr()?;
     eprintln!(
         "idforge serve: listening on http://{addr}; schemes: {}; auth: {}",
@@ -281,6 +413,9 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             "bearer tokens"
         }
     );
+    if let Some(note) = app.left_out_note() {
+        eprintln!("idforge serve: {note}");
+    }
     for (scheme, path) in app.state_files() {
         eprintln!("idforge serve: {scheme}: state file {}", path.display());
     }
@@ -412,6 +547,17 @@ async fn guarded(app: &Arc<App>, req: Request, next: Next) -> Response {
         if let Err(e) = authorize(&app.config.tokens, req.headers()) {
             return e.into_response();
         }
+    }
+    // HEAD is answered as GET without the body, except where a GET issues ids: a HEAD must not
+    // take ids only to throw them away.
+    if req.method() == axum::http::Method::HEAD && req.uri().path().starts_with("/v1/ids/") {
+        let mut r = error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "HEAD would issue ids only to throw them away: use GET",
+        );
+        r.headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("GET"));
+        return r;
     }
     // A panic is caught here, so it is a 500 and not a dropped connection; on the timeout the
     // handler is dropped.
@@ -653,15 +799,34 @@ async fn ids_inner(
     let made = if count <= INLINE_COUNT {
         issue(s, count, body, format)
     } else {
+        // count <= max_count <= MAX_COUNT_CEILING: it fits a u32. The permit goes with the
+        // batch, so it is held until the batch is made, even past the request's timeout.
+        let Ok(permit) = app.in_flight.clone().try_acquire_many_owned(count as u32) else {
+            let mut r = fail(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "too many ids in flight (at most {} in large batches at once): retry in a second",
+                    IN_FLIGHT_BATCHES * max
+                ),
+            )
+            .into_response();
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            return Ok(r);
+        };
         let worker = app.clone();
-        tokio::task::spawn_blocking(move || issue(&worker.schemes[i], count, body, format))
-            .await
-            .map_err(|_| {
-                fail(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "internal error: id generation panicked (a bug: please report it)",
-                )
-            })?
+        tokio::task::spawn_blocking(move || {
+            let made = issue(&worker.schemes[i], count, body, format);
+            drop(permit);
+            made
+        })
+        .await
+        .map_err(|_| {
+            fail(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal error: id generation panicked (a bug: please report it)",
+            )
+        })?
     };
     let bytes = match made {
         Ok(bytes) => bytes,

@@ -6,7 +6,10 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use common::{config, get, request, start};
-use idforge_serve::Config;
+use idforge_serve::{App, Config, Settings};
+
+/// A custom layout with a node field.
+const LAYOUT: &str = "time:41,node:10,counter:12,tick=1ms,epoch=2020-01-01T00:00:00Z";
 
 #[test]
 fn ids_as_json_text_and_packed_bytes() {
@@ -145,10 +148,25 @@ fn batches_made_inline_and_on_the_blocking_pool_give_the_same_bodies() {
     }
 }
 
+/// The schemes that need a node (or host) id.
+const NODE_SCHEMES: [&str; 5] = [
+    "global-id",
+    "global-id-128",
+    "snowflake",
+    "sonyflake",
+    "nanots-host",
+];
+
 #[test]
-fn every_scheme_of_the_catalog_is_served_by_default() {
-    let s = start(Config::default());
+fn every_scheme_of_the_catalog_is_served_with_a_node_and_a_host() {
+    let s = start(Config {
+        node: Some(3),
+        host: Some(4),
+        ..Config::default()
+    });
     let served = s.app.scheme_names();
+    assert!(s.app.left_out().is_empty());
+    assert_eq!(s.app.left_out_note(), None);
     for name in idforge::schemes::catalog::NAMES {
         if name == "custom" {
             assert!(
@@ -174,11 +192,138 @@ fn every_scheme_of_the_catalog_is_served_by_default() {
 }
 
 #[test]
+fn without_a_node_the_schemes_that_need_one_are_left_out_and_named() {
+    // Two servers started the same way on two hosts would issue the same Snowflakes on node
+    // 0: idforge never picks a node id.
+    let s = start(Config::default());
+    let served = s.app.scheme_names();
+    for name in NODE_SCHEMES {
+        assert!(!served.iter().any(|n| n == name), "{name} served on node 0");
+        let e = get(s.addr, &format!("/v1/ids/{name}"), &[]);
+        assert_eq!(e.status, 400, "{name}");
+        assert!(e.error().contains("not served here"), "{}", e.error());
+    }
+    assert_eq!(s.app.left_out(), NODE_SCHEMES);
+    let note = s.app.left_out_note().unwrap();
+    for needed in ["--node N", "--host N", "--etcd", "[nodes]"] {
+        assert!(note.contains(needed), "{note}");
+    }
+    for name in ["uuid7", "uprotocol", "uprotocol-v8", "nanots", "locality"] {
+        assert_eq!(get(s.addr, &format!("/v1/ids/{name}"), &[]).ids().len(), 1);
+    }
+    // --node alone serves the node schemes, not nanots-host, which needs a host id.
+    let s = start(Config {
+        node: Some(5),
+        ..Config::default()
+    });
+    assert_eq!(s.app.left_out(), ["nanots-host"]);
+    assert!(s.app.left_out_note().unwrap().contains("--host N"));
+    let m = get(s.addr, "/metrics", &[]).text();
+    assert!(m.contains("idforge_node_id{scheme=\"snowflake\"} 5"), "{m}");
+
+    // Named in the schemes without a node: refused at start, saying how to give one.
+    for name in NODE_SCHEMES {
+        let e = App::open(Config {
+            schemes: Some(vec!["uuid7".into(), name.into()]),
+            ..Config::default()
+        })
+        .err()
+        .unwrap_or_else(|| panic!("{name} served without a node"));
+        let e = format!("{e:#}");
+        assert!(e.contains(&format!("{name} needs a node id")), "{e}");
+        assert!(e.contains("never picks one"), "{e}");
+    }
+    // custom, asked for by its layout, with a node field but no node.
+    let e = App::open(Config {
+        layout: Some(LAYOUT.into()),
+        ..Config::default()
+    })
+    .err()
+    .expect("custom served without a node");
+    assert!(format!("{e:#}").contains("custom needs a node id"), "{e:#}");
+}
+
+#[test]
+fn a_node_per_scheme_from_the_config_file() {
+    common::state_dir();
+    let settings = Settings::from_toml(
+        "schemes = [\"snowflake\", \"sonyflake\", \"nanots-host\", \"uuid7\"]\nnode = 2\n\n[nodes]\nsnowflake = 7\nnanots-host = 11\n",
+    )
+    .unwrap();
+    let s = start(settings.finish().unwrap());
+    let m = get(s.addr, "/metrics", &[]).text();
+    for line in [
+        "idforge_node_id{scheme=\"snowflake\"} 7",
+        "idforge_node_id{scheme=\"sonyflake\"} 2",
+        "idforge_node_id{scheme=\"nanots-host\"} 11",
+    ] {
+        assert!(m.lines().any(|l| l == line), "missing {line:?} in\n{m}");
+    }
+    // Without `node`, the catalog is served with the schemes given a node under [nodes].
+    let settings = Settings::from_toml("[nodes]\nglobal-id = 9\n").unwrap();
+    let s = start(settings.finish().unwrap());
+    assert!(s.app.scheme_names().iter().any(|n| n == "global-id"));
+    assert_eq!(
+        s.app.left_out(),
+        ["global-id-128", "snowflake", "sonyflake", "nanots-host"]
+    );
+    // A name that is no scheme, or a scheme without a node field, is refused.
+    for (toml, says) in [
+        ("[nodes]\nsnowflak = 1\n", "did you mean snowflake"),
+        ("[nodes]\nuuid7 = 1\n", "no node field"),
+    ] {
+        let c = Settings::from_toml(toml).unwrap().finish().unwrap();
+        let e = format!("{:#}", App::open(c).err().expect(toml));
+        assert!(e.contains(says), "{toml}: {e}");
+    }
+}
+
+#[test]
+fn max_count_over_the_ceiling_is_refused_at_start() {
+    // A Config made without Settings::finish is checked too.
+    let e = App::open(Config {
+        max_count: 39_000_000_000_000,
+        ..config(&["uuid7"])
+    })
+    .err()
+    .expect("opened with a max count over the ceiling");
+    assert!(format!("{e:#}").contains("ceiling"), "{e:#}");
+    let s = start(Config {
+        max_count: idforge_serve::MAX_COUNT_CEILING,
+        ..config(&["uuid7"])
+    });
+    let e = get(s.addr, "/v1/ids/uuid7?count=1000001", &[]);
+    assert_eq!(e.status, 400);
+    assert!(e.error().contains("from 1 to 1000000"), "{}", e.error());
+}
+
+#[test]
+fn a_layout_that_does_not_parse_stops_the_service_with_the_reason_gen_gives() {
+    let gen_says = idforge::schemes::catalog::Kind::from_name("custom", Some("41t.10n.12s"))
+        .unwrap_err()
+        .to_string();
+    for schemes in [None, Some(vec!["custom".to_string()])] {
+        let e = App::open(Config {
+            schemes: schemes.clone(),
+            layout: Some("41t.10n.12s".into()),
+            node: Some(1),
+            ..Config::default()
+        })
+        .err()
+        .unwrap_or_else(|| panic!("served with a bad layout ({schemes:?})"));
+        let e = format!("{e:#}");
+        assert!(e.contains("--layout"), "{e}");
+        assert!(e.contains(&gen_says), "{e}");
+        assert!(!e.contains("``"), "the spec is named, not \"\": {e}");
+    }
+}
+
+#[test]
 fn custom_is_served_with_a_layout() {
     let s = start(Config {
         schemes: Some(vec!["custom".into()]),
-        layout: Some("time:41,node:10,counter:12,tick=1ms,epoch=2020-01-01T00:00:00Z".into()),
-        node: 9,
+        layout: Some(LAYOUT.into()),
+        node: Some(9),
         ..Config::default()
     });
     let id = get(s.addr, "/v1/ids/custom", &[]).ids().remove(0);
@@ -245,6 +390,22 @@ fn bad_requests_get_json_errors_with_a_fitting_status() {
     assert_eq!(e.status, 405);
     assert!(!e.error().is_empty());
 
+    // HEAD issues nothing: 405 with Allow, and not one id taken.
+    for _ in 0..3 {
+        let e = request(s.addr, "HEAD", "/v1/ids/snowflake?count=10", &[]);
+        assert_eq!(e.status, 405);
+        assert_eq!(e.header("allow"), Some("GET"));
+        assert_eq!(e.header("content-type"), Some("application/json"));
+        assert!(e.body.is_empty(), "a HEAD answer has no body");
+    }
+    let m = get(s.addr, "/metrics", &[]).text();
+    assert!(
+        m.contains("idforge_ids_issued_total{scheme=\"snowflake\"} 10\n"),
+        "only the GET's 10 ids: {m}"
+    );
+    // The POST's 405 says what is allowed too.
+    assert!(e.header("allow").is_some_and(|a| a.contains("GET")));
+
     let long = format!("/v1/ids/snowflake?format={}", "x".repeat(2100));
     let e = get(s.addr, &long, &[]);
     assert_eq!(e.status, 414);
@@ -292,7 +453,7 @@ fn inspect_gives_the_fields_of_inspect_json() {
 #[test]
 fn schemes_health_readiness_metrics_and_openapi() {
     let s = start(Config {
-        node: 12,
+        node: Some(12),
         ..config(&["snowflake", "uuid7"])
     });
     let list = get(s.addr, "/v1/schemes", &[]).json();
@@ -374,6 +535,11 @@ fn schemes_health_readiness_metrics_and_openapi() {
         assert!(
             api["paths"][path]["get"]["responses"]["414"].is_object(),
             "{path} does not document 414"
+        );
+        // hyper's own answer to a request head too large is documented too.
+        assert!(
+            api["paths"][path]["get"]["responses"]["431"].is_object(),
+            "{path} does not document 431"
         );
     }
     // The bodies have the fields the document gives them.
@@ -478,7 +644,7 @@ fn a_request_over_the_timeout_is_503() {
 #[test]
 fn two_servers_on_one_state_file_never_repeat() {
     let cfg = Config {
-        node: 21,
+        node: Some(21),
         ..config(&["snowflake"])
     };
     let a = start(cfg.clone());
@@ -507,7 +673,7 @@ fn two_servers_on_one_state_file_never_repeat() {
 #[test]
 fn a_lost_state_file_makes_the_service_unready() {
     let s = start(Config {
-        node: 33,
+        node: Some(33),
         ..config(&["snowflake", "uuid7"])
     });
     assert_eq!(get(s.addr, "/readyz", &[]).status, 200);
@@ -531,4 +697,81 @@ fn a_lost_state_file_makes_the_service_unready() {
     assert!(get(s.addr, "/metrics", &[])
         .text()
         .contains("idforge_ready 0"));
+}
+
+#[test]
+fn large_batches_in_flight_are_capped_with_503_and_retry_after() {
+    // Sonyflake issues 256 ids per 10 ms tick: a batch of 10000 takes about 0.4 s. With a max
+    // count of 10000, at most 8 such batches are in flight at once.
+    let s = start(Config {
+        max_count: 10_000,
+        in_process: true,
+        ..config(&["sonyflake", "uuid7"])
+    });
+    let addr = s.addr;
+    let slow: Vec<_> = (0..8)
+        .map(|_| std::thread::spawn(move || get(addr, "/v1/ids/sonyflake?count=10000", &[])))
+        .collect();
+    std::thread::sleep(Duration::from_millis(150));
+    let r = get(s.addr, "/v1/ids/uuid7?count=100", &[]);
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert_eq!(r.header("retry-after"), Some("1"));
+    assert!(
+        r.error().contains("too many ids in flight"),
+        "{}",
+        r.error()
+    );
+    // Small batches are not counted.
+    assert_eq!(get(s.addr, "/v1/ids/uuid7?count=64", &[]).ids().len(), 64);
+    for t in slow {
+        assert_eq!(t.join().unwrap().ids().len(), 10_000);
+    }
+    // Once they are done, large batches are served again.
+    assert_eq!(get(s.addr, "/v1/ids/uuid7?count=100", &[]).ids().len(), 100);
+}
+
+#[test]
+fn hypers_own_431_and_414_are_documented_as_they_are() {
+    let s = start(config(&["uuid7"]));
+    let api = get(s.addr, "/openapi.json", &[]).json();
+    let head = &api["paths"]["/v1/ids/{scheme}"]["head"]["responses"]["405"];
+    assert_eq!(
+        head["headers"]["Allow"]["schema"]["enum"][0], "GET",
+        "{head}"
+    );
+    let info = api["info"]["description"].as_str().unwrap();
+    for says in [
+        "431",
+        "100 header fields",
+        "417792 bytes",
+        "65534 bytes",
+        "empty body",
+    ] {
+        assert!(info.contains(says), "{says}: {info}");
+    }
+    let too_large = &api["components"]["responses"]["HeadersTooLarge"];
+    assert!(too_large["content"].is_null(), "no body: {too_large}");
+
+    // More than 100 header fields: hyper's 431, with an empty body, as documented.
+    let many: Vec<(String, String)> = (0..101).map(|i| (format!("x-h{i}"), "1".into())).collect();
+    let many: Vec<(&str, &str)> = many.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let r = get(s.addr, "/v1/ids/uuid7", &many);
+    assert_eq!(r.status, 431);
+    assert!(r.body.is_empty(), "{r:?}");
+    // A request target over 65534 bytes: hyper's 414, with an empty body.
+    let r = get(
+        s.addr,
+        &format!("/v1/ids/uuid7?x={}", "a".repeat(70_000)),
+        &[],
+    );
+    assert_eq!(r.status, 414);
+    assert!(r.body.is_empty(), "{r:?}");
+    // Below hyper's limits the service answers, in JSON.
+    let r = get(
+        s.addr,
+        &format!("/v1/ids/uuid7?x={}", "a".repeat(3000)),
+        &[],
+    );
+    assert_eq!(r.status, 414);
+    assert!(r.error().contains("2048"));
 }

@@ -80,10 +80,13 @@ pub fn serve(app: Arc<App>) -> Server {
     }
 }
 
-/// A configuration that serves `schemes` with the defaults otherwise.
+/// A configuration that serves `schemes` on node 0 and host 0 (this test process's own state
+/// directory), with the defaults otherwise.
 pub fn config(schemes: &[&str]) -> Config {
     Config {
         schemes: Some(schemes.iter().map(|s| s.to_string()).collect()),
+        node: Some(0),
+        host: Some(0),
         ..Config::default()
     }
 }
