@@ -227,10 +227,6 @@ fn a_per_thread_block_taken_before_a_fork_is_not_issued_twice() {
     assert_eq!(all[2][0], first + 1, "the parent keeps its block");
 }
 
-/// A child made without the `pthread_atfork` handlers (`_Fork`, a raw `clone`) copied the
-/// parent's batch and block and issued them again: fork detection now also reads a
-/// `MADV_WIPEONFORK` page, which the kernel zeroes in every such child.
-
 /// Runs the test `name` alone in a new process of this test binary and checks that it passed;
 /// `false` inside that process, where the caller runs the test's body. A child made without the
 /// `pthread_atfork` handlers inherits every lock another thread of the parent held at the fork
@@ -280,6 +276,9 @@ fn in_own_process(name: &str) -> bool {
     true
 }
 
+/// A child made without the `pthread_atfork` handlers (`_Fork`, a raw `clone`) copied the
+/// parent's batch and block and issued them again: fork detection now also reads a
+/// `MADV_WIPEONFORK` page, which the kernel zeroes in every such child.
 #[test]
 fn a_batch_and_a_block_are_not_issued_twice_across_a_fork_without_handlers() {
     if in_own_process("a_batch_and_a_block_are_not_issued_twice_across_a_fork_without_handlers") {
