@@ -775,3 +775,38 @@ fn hypers_own_431_and_414_are_documented_as_they_are() {
     assert_eq!(r.status, 414);
     assert!(r.error().contains("2048"));
 }
+
+/// Issue 19: a request that timed out (503) kept its batch going: 40 timed-out Sonyflake
+/// batches tied the scheme up for about 156 s, holding their share of the in-flight cap all the
+/// while. A batch now stops within a chunk (256 ids) of its request going away.
+#[test]
+fn a_batch_whose_request_timed_out_stops_and_gives_its_capacity_back() {
+    // Sonyflake: 256 ids per 10 ms tick, so a batch of 100,000 takes about 3.9 s; 8 of them
+    // fill the in-flight cap (8 x --max-count).
+    let s = start(Config {
+        max_count: 100_000,
+        timeout: Duration::from_millis(150),
+        in_process: true,
+        ..config(&["sonyflake"])
+    });
+    let addr = s.addr;
+    let timed_out: Vec<_> = (0..8)
+        .map(|_| std::thread::spawn(move || get(addr, "/v1/ids/sonyflake?count=100000", &[])))
+        .collect();
+    for t in timed_out {
+        let r = t.join().unwrap();
+        assert_eq!(r.status, 503, "{}", r.text());
+    }
+    // A chunk of 256 Sonyflake ids takes a tick (10 ms), 80 ms with the 8 batches sharing the
+    // ticks: the stopped batches give their capacity back well within a second, where they
+    // would have held it for about 3.9 s.
+    std::thread::sleep(Duration::from_millis(700));
+    let r = get(s.addr, "/v1/ids/sonyflake?count=65", &[]);
+    assert_eq!(
+        r.status,
+        200,
+        "the timed-out batches still hold the in-flight cap: {}",
+        r.text()
+    );
+    assert_eq!(r.ids().len(), 65);
+}
