@@ -1,0 +1,194 @@
+//! The routes and their handlers (the ids route is in [`crate::ids`]).
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use idforge::inspect::inspect_as;
+use idforge::schemes::catalog::Kind;
+use idforge::text::Format;
+
+use crate::app::{App, Served};
+use crate::errors::{error, fail, json_ok, query_words, ApiError};
+use crate::fleet::LeaseStatus;
+use crate::ids::ids;
+use crate::metrics::{LeaseGauges, SchemeGauges};
+use crate::middleware::guard;
+use crate::negotiate::{params, Params};
+use crate::{json, OPENAPI};
+
+/// The service's routes over `app`, with authentication, limits, metrics and JSON errors.
+pub fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/v1/ids/{scheme}", get(ids))
+        .route("/v1/inspect/{id}", get(inspect))
+        .route("/v1/schemes", get(schemes))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics_text))
+        .route("/openapi.json", get(openapi))
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(app.clone(), guard))
+        .with_state(app)
+}
+
+pub(crate) async fn not_found(req: Request) -> Response {
+    error(
+        StatusCode::NOT_FOUND,
+        &format!(
+            "no route {}: see /openapi.json for the routes",
+            req.uri().path()
+        ),
+    )
+}
+
+pub(crate) async fn inspect(
+    id: Result<Path<String>, axum::extract::rejection::PathRejection>,
+    query: Params,
+) -> Response {
+    let res = (|| -> Result<Response, ApiError> {
+        let Path(id) = id.map_err(|e| fail(StatusCode::BAD_REQUEST, e.body_text()))?;
+        let p = params(query, &["scheme", "layout", "format", "host_digits"])?;
+        let bad = |m: String| fail(StatusCode::BAD_REQUEST, query_words(&m));
+        let kind = match (p.get("scheme"), p.get("layout")) {
+            (Some(name), layout) => Some(
+                Kind::from_name(name, layout.map(String::as_str))
+                    .map_err(|e| bad(e.to_string()))?,
+            ),
+            (None, Some(layout)) => {
+                Some(Kind::from_name("custom", Some(layout)).map_err(|e| bad(e.to_string()))?)
+            }
+            (None, None) => None,
+        };
+        let timestamps = matches!(
+            kind,
+            Some(Kind::NanoTsHost) | Some(Kind::Layout(idforge::Scheme::NanoTs))
+        );
+        let format = match p.get("format").map(|f| f.trim()) {
+            None => None,
+            Some("time") if timestamps => None,
+            Some("time") => {
+                return Err(bad(
+                    "format=time applies only to nanots and nanots-host ids: add scheme=".into(),
+                ))
+            }
+            Some(f) => Some(f.parse::<Format>().map_err(bad)?),
+        };
+        let host_digits = p
+            .get("host_digits")
+            .map(|d| {
+                d.trim()
+                    .parse::<u32>()
+                    .map_err(|_| bad(format!("host_digits {d:?} is not 2 or 3")))
+            })
+            .transpose()?;
+        let d =
+            inspect_as(&id, kind.as_ref(), format, host_digits).map_err(|e| bad(e.to_string()))?;
+        Ok(json_ok(&json::decoded(&d, query_words)))
+    })();
+    res.unwrap_or_else(IntoResponse::into_response)
+}
+
+pub(crate) async fn schemes() -> Response {
+    json_ok(&json::schemes())
+}
+
+pub(crate) async fn healthz() -> Response {
+    json_ok(&serde_json::json!({ "status": "ok" }))
+}
+
+/// Ready when every scheme can issue: each issues one id now (ids are cheap, and this is the
+/// only test that covers every way of failing: a lost state file, a clock behind).
+pub(crate) async fn readyz(State(app): State<Arc<App>>) -> Response {
+    let probe = app.clone();
+    let problems = tokio::task::spawn_blocking(move || {
+        let mut problems = Vec::new();
+        for s in &probe.schemes {
+            let broken = s.broken.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            if let Some(why) = broken {
+                problems.push(format!("{}: {why}", s.gen.name()));
+                continue;
+            }
+            if let Some(lease) = &s.lease {
+                match lease.status() {
+                    Some(st) if st.issuing => {}
+                    Some(st) => {
+                        problems.push(format!(
+                            "{}: node {} is not held ({})",
+                            s.gen.name(),
+                            st.node,
+                            st.lost
+                                .as_deref()
+                                .unwrap_or("the lease could not be renewed in time")
+                        ));
+                        continue;
+                    }
+                    None => {
+                        problems.push(format!("{}: the node id was given back", s.gen.name()));
+                        continue;
+                    }
+                }
+            }
+            if let Err(e) = s.gen.next() {
+                if matches!(e, idforge::Error::StateFile(_)) {
+                    *s.broken.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+                }
+                problems.push(format!("{}: {e}", s.gen.name()));
+            }
+        }
+        problems
+    })
+    .await
+    .unwrap_or_else(|_| vec!["the readiness check panicked".into()]);
+    if problems.is_empty() {
+        json_ok(&serde_json::json!({ "status": "ready" }))
+    } else {
+        error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &format!("not ready: {}", problems.join("; ")),
+        )
+    }
+}
+
+pub(crate) async fn metrics_text(State(app): State<Arc<App>>) -> Response {
+    let leases: Vec<Option<LeaseStatus>> = app.schemes.iter().map(Served::lease_status).collect();
+    let ready = app.schemes.iter().zip(&leases).all(|(s, l)| {
+        s.broken.lock().unwrap_or_else(|p| p.into_inner()).is_none()
+            && (s.lease.is_none() || l.as_ref().is_some_and(|l| l.issuing))
+    });
+    let gauges = app.schemes.iter().zip(&leases).map(|(s, l)| SchemeGauges {
+        name: s.gen.name(),
+        issued: &s.issued,
+        lead: s.gen.lead(),
+        node: l.as_ref().map(|l| l.node).or(s.node),
+        lease: s.lease.as_ref().map(|_| LeaseGauges {
+            held: l.as_ref().is_some_and(|l| l.issuing),
+            token: l.as_ref().map_or(0, |l| l.token),
+            ahead_secs: l.as_ref().map_or(0.0, |l| l.ahead_secs),
+        }),
+    });
+    let text = app.metrics.render(gauges, ready);
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        )],
+        text,
+    )
+        .into_response()
+}
+
+pub(crate) async fn openapi() -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        OPENAPI,
+    )
+        .into_response()
+}
