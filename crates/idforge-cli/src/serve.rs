@@ -12,7 +12,7 @@ use idforge_serve::Settings;
 #[derive(Args, Debug)]
 pub struct ServeArgs {
     /// A TOML file of settings (keys: listen, schemes, node, host, nodes, layout, in_process,
-    /// max_count, timeout_ms, tokens_file, etcd, etcd_cacert, etcd_cert, etcd_key, etcd_user,
+    /// max_count, max_batches, timeout_ms, tokens_file, etcd, etcd_cacert, etcd_cert, etcd_key, etcd_user,
     /// etcd_password_file, namespace_prefix, lease_ttl, clock), below flags and environment
     /// variables.
     #[arg(long, value_name = "FILE")]
@@ -46,7 +46,14 @@ pub struct ServeArgs {
     /// Largest `count` of one request [default: 100000; at most 1000000].
     #[arg(long, value_name = "N")]
     max_count: Option<u64>,
-    /// Request timeout in milliseconds [default: 10000].
+    /// Large batches (over 64 ids) in flight at once [default: 64]; past it a request for one
+    /// gets 503 with Retry-After. A large batch is streamed and holds about 200 KB whatever its
+    /// count.
+    #[arg(long, value_name = "N")]
+    max_batches: Option<usize>,
+    /// Request timeout in milliseconds [default: 10000]: a small batch's answer, a large
+    /// batch's last byte (a batch the scheme cannot issue within it is refused at once; one
+    /// that outlives it is cut short).
     #[arg(long, value_name = "MS")]
     timeout_ms: Option<u64>,
     /// Bearer tokens, one per line (# starts a comment). With tokens, every route but /healthz
@@ -105,6 +112,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         layout: a.layout,
         in_process: a.in_process.then_some(true),
         max_count: a.max_count,
+        max_batches: a.max_batches,
         timeout_ms: a.timeout_ms,
         tokens_file: a.tokens_file,
         tokens: None,

@@ -368,3 +368,83 @@ fn settings_the_server_cannot_use_exit_2() {
         assert!(err.contains(says), "{args:?} {env:?}: {err}");
     }
 }
+
+/// The process's peak resident memory, in KB.
+fn peak_kb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .unwrap()
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Issue 19: every batch was made whole in memory before its first byte was sent (one request
+/// for a million UUIDs held 39 MB; 8 of them were allowed at once), so clients that asked for
+/// large batches and read slowly made the server's memory grow with their counts. Batches are
+/// streamed now: four stalled clients of a million ids each cost the server a few MB.
+#[test]
+fn clients_of_large_batches_that_read_nothing_cost_the_server_little_memory() {
+    use std::io::{Read, Write};
+    let d = TempDir::new("memory");
+    let mut c = cmd(&d.0);
+    c.args([
+        "--listen",
+        "127.0.0.1:0",
+        "--schemes",
+        "uuid7",
+        "--in-process",
+        "--max-count",
+        "1000000",
+        "--timeout-ms",
+        "60000",
+    ]);
+    let p = spawn(c);
+    assert_eq!(
+        get(p.addr, "/v1/ids/uuid7?count=5000", &[]).ids().len(),
+        5000
+    );
+    let before = peak_kb(p.child.id());
+    let stalled: Vec<_> = (0..4)
+        .map(|_| {
+            let mut s = std::net::TcpStream::connect(p.addr).unwrap();
+            s.write_all(b"GET /v1/ids/uuid7?count=1000000 HTTP/1.1\r\nHost: x\r\n\r\n")
+                .unwrap();
+            let mut head = [0u8; 12];
+            s.read_exact(&mut head).unwrap();
+            assert_eq!(&head, b"HTTP/1.1 200");
+            s
+        })
+        .collect();
+    // Wait until the server stops issuing (its frames queue up behind the full sockets).
+    let issued = || {
+        let m = get(p.addr, "/metrics", &[]).text();
+        m.lines()
+            .find_map(|l| l.strip_prefix("idforge_ids_issued_total{scheme=\"uuid7\"} "))
+            .unwrap()
+            .trim()
+            .parse::<u64>()
+            .unwrap()
+    };
+    let mut last = issued();
+    for _ in 0..50 {
+        std::thread::sleep(Duration::from_millis(200));
+        let now = issued();
+        if now == last {
+            break;
+        }
+        last = now;
+    }
+    let grew_mb = (peak_kb(p.child.id()) - before) / 1024;
+    // Made whole, the four bodies alone would be 4 x 37 MB.
+    assert!(
+        grew_mb < 40,
+        "the server's peak memory grew {grew_mb} MB for 4 stalled clients ({last} ids issued)"
+    );
+    assert!(last < 4_000_000, "{last}");
+    drop(stalled);
+}

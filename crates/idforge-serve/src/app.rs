@@ -21,6 +21,9 @@ pub(crate) struct Served {
     /// The node (or host) id it issues with, for the metrics.
     pub(crate) node: Option<u64>,
     pub(crate) issued: AtomicU64,
+    /// The most ids it can issue a second (its counter's ids per tick), where it has a
+    /// sequencer: a batch that needs longer than the timeout is refused before it starts.
+    pub(crate) ids_per_second: Option<f64>,
     /// Why it can no longer issue (a lost state file), once that happened.
     pub(crate) broken: Mutex<Option<String>>,
     /// Its node id's lease, with `--etcd`.
@@ -41,15 +44,10 @@ pub struct App {
     pub(crate) left_out: Vec<(String, &'static str)>,
     /// The custom scheme of the configured layout.
     pub(crate) custom: Option<Kind>,
-    /// Ids of the batches in flight on the blocking pool: at most [`IN_FLIGHT_BATCHES`] times
-    /// the max count, so concurrent large requests cannot exhaust memory.
-    pub(crate) in_flight: Arc<tokio::sync::Semaphore>,
+    /// The large (streamed) batches in flight: at most `config.max_batches`.
+    pub(crate) batches: Arc<tokio::sync::Semaphore>,
     pub(crate) metrics: Metrics,
 }
-
-/// The ids of the large batches in flight are at most this many times `--max-count`; past that a
-/// request for a large batch gets 503 with `Retry-After: 1`.
-pub const IN_FLIGHT_BATCHES: u64 = 8;
 
 impl App {
     /// Opens every scheme of `config` (all of the catalog by default; custom only with a
@@ -154,10 +152,16 @@ impl App {
                     kind.name()
                 )
             })?;
+            let ids_per_second = kind
+                .timebase(&opts)
+                .ok()
+                .flatten()
+                .map(|tb| (1u64 << tb.counter_bits.min(63)) as f64 * 1e9 / tb.tick_ns as f64);
             schemes.push(Served {
                 gen,
                 node,
                 issued: AtomicU64::new(0),
+                ids_per_second,
                 broken: Mutex::new(None),
                 lease,
             });
@@ -169,9 +173,7 @@ impl App {
             schemes,
             left_out,
             custom,
-            in_flight: Arc::new(tokio::sync::Semaphore::new(
-                (IN_FLIGHT_BATCHES * config.max_count) as usize,
-            )),
+            batches: Arc::new(tokio::sync::Semaphore::new(config.max_batches)),
             config,
             metrics: Metrics::default(),
         }))

@@ -19,6 +19,11 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:7470";
 pub const DEFAULT_MAX_COUNT: u64 = 100_000;
 /// The largest `--max-count` accepted: one request's body stays below about 45 MB.
 pub const MAX_COUNT_CEILING: u64 = 1_000_000;
+/// The default largest number of large batches (over 64 ids, streamed) in flight at once.
+pub const DEFAULT_MAX_BATCHES: usize = 64;
+/// The largest `--max-batches` accepted (tokio's semaphore holds at most this many permits,
+/// and at about 200 KB a batch it is already 800 MB).
+pub const MAX_BATCHES_CEILING: usize = 4096;
 /// The default request timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest request target (path and query) accepted, in bytes; longer ones get 414.
@@ -33,6 +38,7 @@ pub const ENVIRONMENT: &str = "Environment (below flags, above the --config file
   IDFORGE_LAYOUT       layout of the custom scheme, which is served only with one (--layout)
   IDFORGE_IN_PROCESS   1/true: keep stamps in the process, not in state files (--in-process)
   IDFORGE_MAX_COUNT    largest count of one request, at most 1000000 (--max-count)
+  IDFORGE_MAX_BATCHES  large batches (over 64 ids, streamed) in flight at once (--max-batches)
   IDFORGE_TIMEOUT_MS   request timeout in milliseconds (--timeout-ms)
   IDFORGE_TOKENS_FILE  bearer tokens, one per line (--tokens-file)
   IDFORGE_TOKENS       more bearer tokens, comma separated (added to the file's; set, it must
@@ -75,6 +81,8 @@ pub struct Settings {
     pub in_process: Option<bool>,
     /// The largest count of one request.
     pub max_count: Option<u64>,
+    /// The most large batches (over 64 ids, streamed) in flight at once.
+    pub max_batches: Option<usize>,
     /// The request timeout in milliseconds.
     pub timeout_ms: Option<u64>,
     /// A file of bearer tokens, one per line.
@@ -138,8 +146,11 @@ pub struct Config {
     pub in_process: bool,
     /// The largest count of one request.
     pub max_count: u64,
-    /// The request timeout.
+    /// The request timeout: a small batch's whole answer, a large one's last byte.
     pub timeout: Duration,
+    /// The most large batches (over 64 ids, streamed) in flight at once; past it a request for
+    /// one is answered 503 with `Retry-After: 1`. Each holds at most about 200 KB.
+    pub max_batches: usize,
     /// Bearer tokens; empty: no authentication.
     pub tokens: Vec<String>,
     /// Node ids leased from etcd instead of `node` and `host`.
@@ -176,6 +187,7 @@ impl Settings {
             layout: self.layout.or(lower.layout),
             in_process: self.in_process.or(lower.in_process),
             max_count: self.max_count.or(lower.max_count),
+            max_batches: self.max_batches.or(lower.max_batches),
             timeout_ms: self.timeout_ms.or(lower.timeout_ms),
             tokens_file: self.tokens_file.or(lower.tokens_file),
             tokens: self.tokens.or(lower.tokens),
@@ -193,7 +205,7 @@ impl Settings {
     }
 
     /// The settings of a TOML file (keys as the fields of [`Settings`]: `listen`, `schemes`,
-    /// `node`, `host`, `nodes`, `layout`, `in_process`, `max_count`, `timeout_ms`, `tokens_file`, `etcd`,
+    /// `node`, `host`, `nodes`, `layout`, `in_process`, `max_count`, `max_batches`, `timeout_ms`, `tokens_file`, `etcd`,
     /// `etcd_cacert`, `etcd_cert`, `etcd_key`, `etcd_user`, `etcd_password_file`,
     /// `namespace_prefix`, `lease_ttl`, `clock`).
     ///
@@ -287,6 +299,7 @@ impl Settings {
             layout: get("IDFORGE_LAYOUT"),
             in_process,
             max_count: num("IDFORGE_MAX_COUNT")?,
+            max_batches: num("IDFORGE_MAX_BATCHES")?.map(|n| n as usize),
             timeout_ms: num("IDFORGE_TIMEOUT_MS")?,
             tokens_file: get("IDFORGE_TOKENS_FILE").map(PathBuf::from),
             // Set at all, even to "" or ",", it must hold a token: an unset secret behind
@@ -333,6 +346,10 @@ impl Settings {
         }
         if max_count > MAX_COUNT_CEILING {
             bail!("max count {max_count} is over the ceiling of {MAX_COUNT_CEILING} ids per request: set at most that (ask for more ids in several requests)");
+        }
+        let max_batches = self.max_batches.unwrap_or(DEFAULT_MAX_BATCHES);
+        if !(1..=MAX_BATCHES_CEILING).contains(&max_batches) {
+            bail!("max batches {max_batches} is not from 1 to {MAX_BATCHES_CEILING}: set how many large batches may be in flight at once (--max-batches; each holds about 200 KB)");
         }
         let timeout = match self.timeout_ms {
             Some(0) => bail!("timeout 0 ms would fail every request: set at least 1"),
@@ -450,6 +467,7 @@ impl Settings {
             in_process: self.in_process.unwrap_or(false),
             max_count,
             timeout,
+            max_batches,
             tokens,
             fleet,
             clock,

@@ -1,15 +1,20 @@
-//! `GET /v1/ids/{scheme}`: batches of ids, small ones on the async worker, large ones on the
-//! blocking pool, stopped when their request is gone.
+//! `GET /v1/ids/{scheme}`: batches of ids, small ones made whole on the async worker, large ones
+//! streamed from the blocking pool with bounded memory, stopped when their request is gone.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::future::Future;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::task::Poll;
 
 use axum::body::Body;
 use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use crate::app::{App, Served, IN_FLIGHT_BATCHES};
+use idforge::schemes::open::TextFormat;
+use idforge::text::Format;
+
+use crate::app::{App, Served};
 use crate::errors::{fail, query_words, refusal, ApiError};
 use crate::negotiate::{negotiate, params, Body3, Params};
 
@@ -54,77 +59,50 @@ pub(crate) async fn ids_inner(
         .gen
         .text_format(p.get("format").map(String::as_str))
         .map_err(|e| fail(StatusCode::BAD_REQUEST, query_words(&e.to_string())))?;
-    // Small batches are made here; a large one (the sequencer may sleep until the next tick
-    // when one runs out) on the blocking pool, off the async workers.
-    let made = if count <= INLINE_COUNT {
-        issue(s, count, body, format, &AtomicBool::new(false))
-    } else {
-        // count <= max_count <= MAX_COUNT_CEILING: it fits a u32. The permit goes with the
-        // batch, so it is held until the batch is made, even past the request's timeout.
-        let Ok(permit) = app.in_flight.clone().try_acquire_many_owned(count as u32) else {
-            let mut r = fail(
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!(
-                    "too many ids in flight (at most {} in large batches at once): retry in a second",
-                    IN_FLIGHT_BATCHES * max
-                ),
-            )
-            .into_response();
-            r.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-            return Ok(r);
-        };
-        let worker = app.clone();
-        // A request that timed out (503) or whose client left drops this future, and with it
-        // the guard: the batch stops within a chunk instead of taking every id it was asked
-        // for (40 timed-out Sonyflake batches tied the scheme up for about 156 s).
-        let cancel = CancelOnDrop(Arc::new(AtomicBool::new(false)));
-        let cancelled = cancel.0.clone();
-        tokio::task::spawn_blocking(move || {
-            let made = issue(&worker.schemes[i], count, body, format, &cancelled);
-            drop(permit);
-            made
-        })
-        .await
-        .map_err(|_| {
-            fail(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal error: id generation panicked (a bug: please report it)",
-            )
-        })?
-    };
-    let bytes = match made {
-        Ok(Some(bytes)) => bytes,
-        Ok(None) => {
-            return Err(fail(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the batch was stopped: its request is gone",
-            ))
-        }
-        Err(e) => {
-            if matches!(e, idforge::Error::StateFile(_)) {
-                *s.broken.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
-            }
-            return Err(fail(
-                refusal(&e),
-                format!("{} refused to issue: {e}", s.gen.name()),
-            ));
-        }
-    };
+    // Small batches are made here, whole; a large one is streamed.
+    if count > INLINE_COUNT {
+        return stream(&app, i, count, body, format).await;
+    }
+    let mut out = Vec::with_capacity(count as usize * per_id(s, body, format) + 10);
+    let mut w = Writer::new(body);
+    w.open(&mut out);
+    if let Err(e) = w.ids(s, count, format, &mut out) {
+        return Err(refused_message(s, &e));
+    }
+    w.close(&mut out);
     s.issued.fetch_add(count, Ordering::Relaxed);
-    let content_type = match body {
+    Ok(response(body, Body::from(out), None))
+}
+
+/// The answer to a generator's refusal; a state file lost marks the scheme broken (unready).
+fn refused_message(s: &Served, e: &idforge::Error) -> ApiError {
+    if matches!(e, idforge::Error::StateFile(_)) {
+        *s.broken.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+    }
+    fail(
+        refusal(e),
+        format!("{} refused to issue: {e}", s.gen.name()),
+    )
+}
+
+/// A 200 with `body` as the ids of `kind`.
+fn response(kind: Body3, body: Body, length: Option<u64>) -> Response {
+    let content_type = match kind {
         Body3::Json => "application/json",
         Body3::Text => "text/plain; charset=utf-8",
         Body3::Octets => "application/octet-stream",
     };
-    let mut res = Response::new(Body::from(bytes));
+    let mut res = Response::new(body);
     let h = res.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    Ok(res)
+    if let Some(n) = length {
+        h.insert(header::CONTENT_LENGTH, HeaderValue::from(n));
+    }
+    res
 }
 
-/// Batches up to this many ids are made on the async worker: at most one tick's wait.
+/// Batches up to this many ids are made on the async worker, whole: at most one tick's wait.
 pub(crate) const INLINE_COUNT: u64 = 64;
 
 /// Ids are taken this many at a time, and a batch whose request is gone (timed out, or its
@@ -132,81 +110,213 @@ pub(crate) const INLINE_COUNT: u64 = 64;
 /// share one scheme's ticks, so a chunk of 4,096 took over a second with 8 batches).
 pub(crate) const CHUNK: u64 = 256;
 
-/// `count` ids of `s`, written straight into the body (no id is kept apart from its text);
-/// `None` when `cancelled` was set before the batch was complete (its request is gone, and the
-/// rest of its ids are not taken).
-pub(crate) fn issue(
-    s: &Served,
+/// A streamed batch is sent in frames of this many ids (four chunks): at most 48 KB of text.
+pub(crate) const FRAME: u64 = 4 * CHUNK;
+
+/// Frames made and not yet taken by the connection, per streamed batch: with the one being
+/// made and the one being written, a batch holds at most about 200 KB besides hyper's own
+/// write buffer, whatever its count.
+const QUEUED_FRAMES: usize = 2;
+
+/// A large batch, streamed: made on the blocking pool (the sequencer may sleep until the next
+/// tick when one runs out) a frame at a time, at most [`QUEUED_FRAMES`] ahead of the
+/// connection, so its memory does not grow with its count. The status is decided by the first
+/// frame (a refusal there is an error answer as for a small batch); a refusal later, or the
+/// request's deadline passing, cuts the body short (no final chunk; short of `Content-Length`
+/// for octets), which every HTTP client reports as an incomplete body.
+async fn stream(
+    app: &Arc<App>,
+    i: usize,
     count: u64,
     body: Body3,
-    format: idforge::schemes::open::TextFormat,
-    cancelled: &AtomicBool,
-) -> Result<Option<Vec<u8>>, idforge::Error> {
-    use idforge::schemes::open::TextFormat;
-    let bits = s.gen.bits();
-    let n = count as usize;
-    // Id text is digits, letters, `-`, `:` and `.`: nothing to escape in JSON.
-    let put = |out: &mut Vec<u8>, id: u128| match format {
-        TextFormat::Plain(f) => {
-            out.extend_from_slice(idforge::text::encode(id, bits, f).as_bytes())
+    format: TextFormat,
+) -> Result<Response, ApiError> {
+    let s = &app.schemes[i];
+    let timeout = app.config.timeout;
+    // A batch the scheme cannot issue within the timeout even alone is refused before it
+    // takes an id, not cut off after the timeout.
+    if let Some(rate) = s.ids_per_second {
+        let least = count as f64 / rate;
+        if least > timeout.as_secs_f64() {
+            let most = ((rate * timeout.as_secs_f64()) as u64).max(1);
+            return Err(fail(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "{count} {} ids take at least {} ms (it issues at most {rate:.0} a second): longer than {} ms (--timeout-ms); ask for at most {most}",
+                    s.gen.name(),
+                    (least * 1000.0).ceil() as u64,
+                    timeout.as_millis()
+                ),
+            ));
         }
-        TextFormat::Time => out.extend_from_slice(s.gen.render(id, format).as_bytes()),
+    }
+    // The permit goes with the batch: it is held until the batch is done or stopped.
+    let Ok(permit) = app.batches.clone().try_acquire_owned() else {
+        let mut r = fail(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "too many large batches in flight (at most {} at once, --max-batches): retry in a second",
+                app.config.max_batches
+            ),
+        )
+        .into_response();
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return Ok(r);
     };
+    let deadline = tokio::time::Instant::now() + timeout;
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<Vec<u8>, idforge::Error>>(QUEUED_FRAMES);
+    let worker = app.clone();
+    tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        let s = &worker.schemes[i];
+        let mut w = Writer::new(body);
+        let mut left = count;
+        let per = per_id(s, body, format);
+        while left > 0 {
+            let k = left.min(FRAME);
+            let mut out = Vec::with_capacity(k as usize * per + 10);
+            if left == count {
+                w.open(&mut out);
+            }
+            let mut made = 0;
+            while made < k {
+                // The request is gone (timed out, its client left, or the server is closing
+                // it): the rest of its ids are not taken.
+                if tx.is_closed() {
+                    return;
+                }
+                let c = (k - made).min(CHUNK);
+                if let Err(e) = w.ids(s, c, format, &mut out) {
+                    if matches!(e, idforge::Error::StateFile(_)) {
+                        *s.broken.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+                    }
+                    let _ = tx.blocking_send(Err(e));
+                    return;
+                }
+                s.issued.fetch_add(c, Ordering::Relaxed);
+                made += c;
+            }
+            left -= k;
+            if left == 0 {
+                w.close(&mut out);
+            }
+            if tx.blocking_send(Ok(out)).is_err() {
+                return;
+            }
+        }
+    });
+    // This future is dropped on the timeout (by the middleware) or when the client leaves, and
+    // with it the receiver: the batch stops within a chunk.
+    let first = match rx.recv().await {
+        Some(Ok(frame)) => frame,
+        Some(Err(e)) => return Err(refused_message(s, &e)),
+        None => {
+            return Err(fail(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal error: id generation stopped (a bug: please report it)",
+            ))
+        }
+    };
+    let timeout_ms = timeout.as_millis();
+    let mut first = Some(first);
+    let mut expired = Box::pin(tokio::time::sleep_until(deadline));
+    let frames = futures_util::stream::poll_fn(move |cx| {
+        if let Some(f) = first.take() {
+            return Poll::Ready(Some(Ok(f)));
+        }
+        if expired.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Some(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("the batch took longer than {timeout_ms} ms (--timeout-ms): cut short"),
+            ))));
+        }
+        match rx.poll_recv(cx) {
+            Poll::Ready(Some(Ok(f))) => Poll::Ready(Some(Ok(f))),
+            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(std::io::Error::other(e)))),
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    });
+    let length = (body == Body3::Octets).then(|| count * per_id(s, body, format) as u64);
+    Ok(response(body, Body::from_stream(frames), length))
+}
+
+/// Bytes per id in a body (an upper bound for text).
+fn per_id(s: &Served, body: Body3, format: TextFormat) -> usize {
+    let bits = s.gen.bits();
     let width = match format {
-        TextFormat::Plain(idforge::text::Format::Uuid) => 36,
-        TextFormat::Plain(idforge::text::Format::Hex) => idforge::text::hex_width(bits),
-        TextFormat::Plain(idforge::text::Format::Base32) => idforge::text::base32_width(bits),
-        TextFormat::Plain(idforge::text::Format::Dec) if bits <= 64 => 20,
+        TextFormat::Plain(Format::Uuid) => 36,
+        TextFormat::Plain(Format::Hex) => idforge::text::hex_width(bits),
+        TextFormat::Plain(Format::Base32) => idforge::text::base32_width(bits),
+        TextFormat::Plain(Format::Dec) if bits <= 64 => 20,
         _ => 40,
     };
-    let per_id = match body {
+    match body {
         Body3::Json => width + 3,
         Body3::Text => width + 1,
         Body3::Octets if bits > 64 => 16,
         Body3::Octets => 8,
-    };
-    let mut out = Vec::with_capacity(n * per_id + 10);
-    if body == Body3::Json {
-        out.extend_from_slice(b"{\"ids\":[");
     }
-    let mut first = true;
-    let mut left = count;
-    while left > 0 {
-        if cancelled.load(Ordering::Relaxed) {
-            return Ok(None);
+}
+
+/// Writes ids into a body of one representation, a chunk at a time: JSON's brackets and
+/// commas, text's lines, packed big-endian bytes. Id text is digits, letters, `-`, `:` and
+/// `.`: nothing to escape in JSON.
+struct Writer {
+    body: Body3,
+    first: bool,
+}
+
+impl Writer {
+    fn new(body: Body3) -> Writer {
+        Writer { body, first: true }
+    }
+
+    fn open(&self, out: &mut Vec<u8>) {
+        if self.body == Body3::Json {
+            out.extend_from_slice(b"{\"ids\":[");
         }
-        let k = left.min(CHUNK);
-        s.gen.take(k, |id| match body {
+    }
+
+    fn close(&self, out: &mut Vec<u8>) {
+        if self.body == Body3::Json {
+            out.extend_from_slice(b"]}");
+        }
+    }
+
+    /// `count` new ids of `s`, appended to `out`.
+    fn ids(
+        &mut self,
+        s: &Served,
+        count: u64,
+        format: TextFormat,
+        out: &mut Vec<u8>,
+    ) -> Result<(), idforge::Error> {
+        let bits = s.gen.bits();
+        let put = |out: &mut Vec<u8>, id: u128| match format {
+            TextFormat::Plain(f) => {
+                out.extend_from_slice(idforge::text::encode(id, bits, f).as_bytes())
+            }
+            TextFormat::Time => out.extend_from_slice(s.gen.render(id, format).as_bytes()),
+        };
+        let first = &mut self.first;
+        s.gen.take(count, |id| match self.body {
             Body3::Json => {
-                if !first {
+                if !*first {
                     out.push(b',');
                 }
-                first = false;
+                *first = false;
                 out.push(b'"');
-                put(&mut out, id);
+                put(out, id);
                 out.push(b'"');
             }
             Body3::Text => {
-                put(&mut out, id);
+                put(out, id);
                 out.push(b'\n');
             }
             Body3::Octets if bits > 64 => out.extend_from_slice(&id.to_be_bytes()),
             Body3::Octets => out.extend_from_slice(&(id as u64).to_be_bytes()),
-        })?;
-        left -= k;
-    }
-    if body == Body3::Json {
-        out.extend_from_slice(b"]}");
-    }
-    Ok(Some(out))
-}
-
-/// Sets its flag when dropped: a handler holds one while its batch is made elsewhere, and the
-/// handler's future is dropped when the request times out or its client leaves.
-pub(crate) struct CancelOnDrop(Arc<AtomicBool>);
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
+        })
     }
 }

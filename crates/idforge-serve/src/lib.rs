@@ -25,10 +25,10 @@ mod negotiate;
 mod routes;
 mod server;
 
-pub use app::{App, IN_FLIGHT_BATCHES};
+pub use app::App;
 pub use config::{
-    Config, Fleet, Settings, DEFAULT_LEASE_TTL, DEFAULT_LISTEN, DEFAULT_MAX_COUNT, DEFAULT_TIMEOUT,
-    ENVIRONMENT, MAX_COUNT_CEILING, MAX_URI_BYTES,
+    Config, Fleet, Settings, DEFAULT_LEASE_TTL, DEFAULT_LISTEN, DEFAULT_MAX_BATCHES,
+    DEFAULT_MAX_COUNT, DEFAULT_TIMEOUT, ENVIRONMENT, MAX_COUNT_CEILING, MAX_URI_BYTES,
 };
 pub use routes::router;
 pub use server::{run_blocking, serve, serve_on, CannotListen};

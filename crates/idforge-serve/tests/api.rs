@@ -699,35 +699,194 @@ fn a_lost_state_file_makes_the_service_unready() {
         .contains("idforge_ready 0"));
 }
 
+/// A request whose client reads only the first bytes of the answer and then nothing, holding
+/// the connection open.
+fn stalled(addr: std::net::SocketAddr, path: &str) -> std::net::TcpStream {
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        c,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut head = [0u8; 12];
+    c.read_exact(&mut head).unwrap();
+    assert_eq!(&head, b"HTTP/1.1 200", "{}", String::from_utf8_lossy(&head));
+    c
+}
+
+/// The `idforge_ids_issued_total` of `scheme` once it stops moving.
+fn issued_settled(addr: std::net::SocketAddr, scheme: &str) -> u64 {
+    let read = || {
+        let m = get(addr, "/metrics", &[]).text();
+        let key = format!("idforge_ids_issued_total{{scheme=\"{scheme}\"}} ");
+        m.lines()
+            .find_map(|l| l.strip_prefix(&key))
+            .unwrap_or_else(|| panic!("no {key} in {m}"))
+            .trim()
+            .parse::<u64>()
+            .unwrap()
+    };
+    let mut last = read();
+    for _ in 0..50 {
+        std::thread::sleep(Duration::from_millis(200));
+        let now = read();
+        if now == last && now > 0 {
+            return now;
+        }
+        last = now;
+    }
+    panic!("{scheme}'s issued count still moves: {last}");
+}
+
+/// Issue 19: a large batch was made whole before its first byte was sent: one request for a
+/// million ids held 39 MB, and a client that read nothing made the server issue (and hold) every
+/// id. A large batch is now streamed a frame at a time, at most a few frames ahead of what the
+/// connection takes.
+#[test]
+fn a_large_batch_is_streamed_no_further_ahead_than_its_client_reads() {
+    let s = start(Config {
+        max_count: 1_000_000,
+        timeout: Duration::from_secs(20),
+        in_process: true,
+        ..config(&["uuid7"])
+    });
+    let c = stalled(s.addr, "/v1/ids/uuid7?count=1000000");
+    // 37 MB of text asked for; the kernel's socket buffers take a few MB of it, the server a
+    // few 1,024-id frames more.
+    let issued = issued_settled(s.addr, "uuid7");
+    assert!(
+        issued < 400_000,
+        "{issued} ids issued for a client that read 12 bytes: the batch is not streamed"
+    );
+    drop(c);
+    // A client that reads everything gets all of them, in order, the body chunked.
+    let r = get(s.addr, "/v1/ids/uuid7?count=300000", &[]);
+    assert_eq!(r.header("transfer-encoding"), Some("chunked"));
+    let ids = r.ids();
+    assert_eq!(ids.len(), 300_000);
+    assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    // Octets carry their length.
+    let r = get(
+        s.addr,
+        "/v1/ids/uuid7?count=5000",
+        &[("Accept", "application/octet-stream")],
+    );
+    assert_eq!(r.header("content-length"), Some("80000"));
+    assert!(r.complete);
+}
+
 #[test]
 fn large_batches_in_flight_are_capped_with_503_and_retry_after() {
-    // Sonyflake issues 256 ids per 10 ms tick: a batch of 10000 takes about 0.4 s. With a max
-    // count of 10000, at most 8 such batches are in flight at once.
+    // Clients that read nothing hold their large batches (and the memory of a few frames each)
+    // until the timeout: at most max_batches of them at once.
     let s = start(Config {
-        max_count: 10_000,
+        max_count: 1_000_000,
+        max_batches: 3,
+        timeout: Duration::from_secs(20),
         in_process: true,
-        ..config(&["sonyflake", "uuid7"])
+        ..config(&["uuid7"])
     });
-    let addr = s.addr;
-    let slow: Vec<_> = (0..8)
-        .map(|_| std::thread::spawn(move || get(addr, "/v1/ids/sonyflake?count=10000", &[])))
+    let held: Vec<_> = (0..3)
+        .map(|_| stalled(s.addr, "/v1/ids/uuid7?count=1000000"))
         .collect();
-    std::thread::sleep(Duration::from_millis(150));
     let r = get(s.addr, "/v1/ids/uuid7?count=100", &[]);
     assert_eq!(r.status, 503, "{}", r.text());
     assert_eq!(r.header("retry-after"), Some("1"));
     assert!(
-        r.error().contains("too many ids in flight"),
+        r.error().contains("too many large batches in flight"),
         "{}",
         r.error()
     );
     // Small batches are not counted.
     assert_eq!(get(s.addr, "/v1/ids/uuid7?count=64", &[]).ids().len(), 64);
-    for t in slow {
-        assert_eq!(t.join().unwrap().ids().len(), 10_000);
+    // A client that leaves gives its batch's place back.
+    drop(held);
+    let t = Instant::now();
+    loop {
+        let r = get(s.addr, "/v1/ids/uuid7?count=100", &[]);
+        if r.status == 200 {
+            assert_eq!(r.ids().len(), 100);
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "the batches of clients that left still hold their places: {}",
+            r.text()
+        );
+        std::thread::sleep(Duration::from_millis(20));
     }
-    // Once they are done, large batches are served again.
-    assert_eq!(get(s.addr, "/v1/ids/uuid7?count=100", &[]).ids().len(), 100);
+}
+
+#[test]
+fn a_batch_that_outlives_the_timeout_is_cut_short_and_stops() {
+    // Sonyflake: 256 ids per 10 ms tick. Alone, 6,000 take about 234 ms, within the 400 ms
+    // timeout; six at once share the ticks and need about 1.4 s: they are cut short at the
+    // timeout (the body ends without its final chunk, which clients report as incomplete)
+    // and stop taking ids.
+    let s = start(Config {
+        max_count: 100_000,
+        timeout: Duration::from_millis(400),
+        in_process: true,
+        ..config(&["sonyflake"])
+    });
+    let addr = s.addr;
+    let t = Instant::now();
+    let batches: Vec<_> = (0..6)
+        .map(|_| std::thread::spawn(move || get(addr, "/v1/ids/sonyflake?count=6000", &[])))
+        .collect();
+    let mut cut = 0;
+    for b in batches {
+        let r = b.join().unwrap();
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        if !r.complete {
+            cut += 1;
+            assert!(r.body.starts_with(b"{\"ids\":[\""));
+        }
+    }
+    assert!(cut >= 1, "no batch was cut at the timeout");
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    // The cut batches stopped: the scheme's ticks are free again at once.
+    let issued = issued_settled(s.addr, "sonyflake");
+    assert!(issued < 36_000, "{issued}");
+    let t = Instant::now();
+    assert_eq!(
+        get(s.addr, "/v1/ids/sonyflake?count=2000", &[]).ids().len(),
+        2000
+    );
+    assert!(
+        t.elapsed() < Duration::from_millis(300),
+        "{:?}",
+        t.elapsed()
+    );
+}
+
+#[test]
+fn a_batch_the_scheme_cannot_issue_within_the_timeout_is_refused_before_it_starts() {
+    // 100,000 Sonyflake ids take at least 3.9 s: with a 150 ms timeout the request is refused
+    // at once, and takes no id (40 such requests tied the scheme up for about 156 s before).
+    let s = start(Config {
+        max_count: 100_000,
+        timeout: Duration::from_millis(150),
+        in_process: true,
+        ..config(&["sonyflake"])
+    });
+    let t = Instant::now();
+    let r = get(s.addr, "/v1/ids/sonyflake?count=100000", &[]);
+    assert_eq!(r.status, 503, "{}", r.text());
+    let e = r.error();
+    assert!(e.contains("take at least 3907 ms"), "{e}");
+    assert!(e.contains("ask for at most 3840"), "{e}");
+    assert!(
+        t.elapsed() < Duration::from_millis(100),
+        "{:?}",
+        t.elapsed()
+    );
+    assert_eq!(
+        get(s.addr, "/v1/ids/sonyflake?count=2000", &[]).ids().len(),
+        2000
+    );
 }
 
 #[test]
@@ -774,39 +933,4 @@ fn hypers_own_431_and_414_are_documented_as_they_are() {
     );
     assert_eq!(r.status, 414);
     assert!(r.error().contains("2048"));
-}
-
-/// Issue 19: a request that timed out (503) kept its batch going: 40 timed-out Sonyflake
-/// batches tied the scheme up for about 156 s, holding their share of the in-flight cap all the
-/// while. A batch now stops within a chunk (256 ids) of its request going away.
-#[test]
-fn a_batch_whose_request_timed_out_stops_and_gives_its_capacity_back() {
-    // Sonyflake: 256 ids per 10 ms tick, so a batch of 100,000 takes about 3.9 s; 8 of them
-    // fill the in-flight cap (8 x --max-count).
-    let s = start(Config {
-        max_count: 100_000,
-        timeout: Duration::from_millis(150),
-        in_process: true,
-        ..config(&["sonyflake"])
-    });
-    let addr = s.addr;
-    let timed_out: Vec<_> = (0..8)
-        .map(|_| std::thread::spawn(move || get(addr, "/v1/ids/sonyflake?count=100000", &[])))
-        .collect();
-    for t in timed_out {
-        let r = t.join().unwrap();
-        assert_eq!(r.status, 503, "{}", r.text());
-    }
-    // A chunk of 256 Sonyflake ids takes a tick (10 ms), 80 ms with the 8 batches sharing the
-    // ticks: the stopped batches give their capacity back well within a second, where they
-    // would have held it for about 3.9 s.
-    std::thread::sleep(Duration::from_millis(700));
-    let r = get(s.addr, "/v1/ids/sonyflake?count=65", &[]);
-    assert_eq!(
-        r.status,
-        200,
-        "the timed-out batches still hold the in-flight cap: {}",
-        r.text()
-    );
-    assert_eq!(r.ids().len(), 65);
 }

@@ -56,6 +56,7 @@ pub fn cmd(state: &Path) -> Command {
         .env_remove("IDFORGE_TOKENS")
         .env_remove("IDFORGE_TOKENS_FILE")
         .env_remove("IDFORGE_MAX_COUNT")
+        .env_remove("IDFORGE_MAX_BATCHES")
         .env_remove("IDFORGE_CLOCK")
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -12,6 +12,8 @@ pub struct Res {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// Whether the body arrived whole: its final chunk, or all of its `Content-Length`.
+    pub complete: bool,
 }
 
 impl Res {
@@ -44,6 +46,7 @@ impl Res {
     /// The ids of a JSON `{"ids": [...]}` body.
     pub fn ids(&self) -> Vec<String> {
         assert_eq!(self.status, 200, "{}", String::from_utf8_lossy(&self.body));
+        assert!(self.complete, "the body was cut short");
         self.json()["ids"]
             .as_array()
             .unwrap()
@@ -69,7 +72,8 @@ pub fn request(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &st
     req.push_str("\r\n");
     s.write_all(req.as_bytes()).unwrap();
     let mut raw = Vec::new();
-    s.read_to_end(&mut raw).unwrap();
+    // A body cut short may end in a reset: what arrived is kept (and `complete` says so).
+    let _ = s.read_to_end(&mut raw);
     parse(&raw)
 }
 
@@ -96,24 +100,33 @@ fn parse(raw: &[u8]) -> Res {
     let chunked = headers
         .iter()
         .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
+    let mut complete = true;
     if chunked {
         let mut out = Vec::new();
         let mut rest = &body[..];
-        loop {
-            let nl = rest.windows(2).position(|w| w == b"\r\n").unwrap();
+        complete = false;
+        while let Some(nl) = rest.windows(2).position(|w| w == b"\r\n") {
             let size = usize::from_str_radix(std::str::from_utf8(&rest[..nl]).unwrap().trim(), 16)
                 .unwrap();
             if size == 0 {
+                complete = true;
+                break;
+            }
+            if rest.len() < nl + 2 + size + 2 {
+                out.extend_from_slice(&rest[nl + 2..]);
                 break;
             }
             out.extend_from_slice(&rest[nl + 2..nl + 2 + size]);
             rest = &rest[nl + 2 + size + 2..];
         }
         body = out;
+    } else if let Some((_, n)) = headers.iter().find(|(k, _)| k == "content-length") {
+        complete = n.parse::<usize>().ok() == Some(body.len());
     }
     Res {
         status,
         headers,
         body,
+        complete,
     }
 }
