@@ -47,7 +47,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N")]
     max_count: Option<u64>,
     /// Large batches (over 64 ids) in flight at once [default: 64]; past it a request for one
-    /// gets 503 with Retry-After. A large batch is streamed and holds about 200 KB whatever its
+    /// gets 503 with Retry-After. A large batch is streamed and holds about 256 KB whatever its
     /// count.
     #[arg(long, value_name = "N")]
     max_batches: Option<usize>,

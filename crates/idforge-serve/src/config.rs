@@ -22,7 +22,7 @@ pub const MAX_COUNT_CEILING: u64 = 1_000_000;
 /// The default largest number of large batches (over 64 ids, streamed) in flight at once.
 pub const DEFAULT_MAX_BATCHES: usize = 64;
 /// The largest `--max-batches` accepted (tokio's semaphore holds at most this many permits,
-/// and at about 200 KB a batch it is already 800 MB).
+/// and at about 256 KB a batch it is already 1 GB).
 pub const MAX_BATCHES_CEILING: usize = 4096;
 /// The default request timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -149,7 +149,7 @@ pub struct Config {
     /// The request timeout: a small batch's whole answer, a large one's last byte.
     pub timeout: Duration,
     /// The most large batches (over 64 ids, streamed) in flight at once; past it a request for
-    /// one is answered 503 with `Retry-After: 1`. Each holds at most about 200 KB.
+    /// one is answered 503 with `Retry-After: 1`. Each holds about 256 KB besides hyper's write buffer.
     pub max_batches: usize,
     /// Bearer tokens; empty: no authentication.
     pub tokens: Vec<String>,
@@ -349,7 +349,7 @@ impl Settings {
         }
         let max_batches = self.max_batches.unwrap_or(DEFAULT_MAX_BATCHES);
         if !(1..=MAX_BATCHES_CEILING).contains(&max_batches) {
-            bail!("max batches {max_batches} is not from 1 to {MAX_BATCHES_CEILING}: set how many large batches may be in flight at once (--max-batches; each holds about 200 KB)");
+            bail!("max batches {max_batches} is not from 1 to {MAX_BATCHES_CEILING}: set how many large batches may be in flight at once (--max-batches; each holds about 256 KB)");
         }
         let timeout = match self.timeout_ms {
             Some(0) => bail!("timeout 0 ms would fail every request: set at least 1"),

@@ -110,11 +110,12 @@ pub(crate) const INLINE_COUNT: u64 = 64;
 /// share one scheme's ticks, so a chunk of 4,096 took over a second with 8 batches).
 pub(crate) const CHUNK: u64 = 256;
 
-/// A streamed batch is sent in frames of this many ids (four chunks): at most 48 KB of text.
-pub(crate) const FRAME: u64 = 4 * CHUNK;
+/// A streamed batch is sent in frames of about this many bytes (whole chunks of ids, at least
+/// one): 64 KB, 4,096 ids of 16 bytes or 1,536 UUIDs as JSON text.
+pub(crate) const FRAME_BYTES: usize = 64 * 1024;
 
 /// Frames made and not yet taken by the connection, per streamed batch: with the one being
-/// made and the one being written, a batch holds at most about 200 KB besides hyper's own
+/// made and the one being written, a batch holds at most about 256 KB besides hyper's own
 /// write buffer, whatever its count.
 const QUEUED_FRAMES: usize = 2;
 
@@ -173,8 +174,10 @@ async fn stream(
         let mut w = Writer::new(body);
         let mut left = count;
         let per = per_id(s, body, format);
+        let frame = ((FRAME_BYTES / per) as u64 / CHUNK).max(1) * CHUNK;
         while left > 0 {
-            let k = left.min(FRAME);
+            // The first frame is one chunk, so that the answer's head goes out soon.
+            let k = left.min(if left == count { CHUNK } else { frame });
             let mut out = Vec::with_capacity(k as usize * per + 10);
             if left == count {
                 w.open(&mut out);
