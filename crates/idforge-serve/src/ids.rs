@@ -18,6 +18,34 @@ use crate::app::{App, Served};
 use crate::errors::{fail, query_words, refusal, ApiError};
 use crate::negotiate::{negotiate, params, Body3, Params};
 
+#[utoipa::path(
+    get,
+    path = "/v1/ids/{scheme}",
+    operation_id = "issueIds",
+    summary = "New ids of a scheme",
+    params(crate::openapi::IdsPath, crate::openapi::IdsQuery),
+    responses(
+        (status = 200, description = "The ids, in increasing order for time-ordered schemes.",
+            content(
+                (crate::openapi::Ids = "application/json"),
+                (inline(crate::openapi::IdLines) = "text/plain"),
+                (inline(crate::openapi::IdOctets) = "application/octet-stream"),
+            )),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 403, response = crate::openapi::Forbidden),
+        (status = 406, description = "The Accept header allows none of the bodies.",
+            body = crate::openapi::ErrorBody),
+        (status = 414, response = crate::openapi::UriTooLong),
+        (status = 431, response = crate::openapi::HeadersTooLarge),
+        (status = 503, description = "The generator refused (clock behind, lost state file), \
+            the request timed out, or too many ids are in flight in large batches (then with \
+            `Retry-After`).",
+            body = crate::openapi::ErrorBody,
+            headers(("Retry-After" = u32,
+                description = "Seconds to wait, when too many ids are in flight."))),
+    )
+)]
 pub(crate) async fn ids(
     State(app): State<Arc<App>>,
     scheme: Result<Path<String>, axum::extract::rejection::PathRejection>,

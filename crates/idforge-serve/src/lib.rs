@@ -3,7 +3,8 @@
 //! never collide and a restart continues after the last id), and shared by all requests.
 //!
 //! Routes: `GET /v1/ids/{scheme}`, `/v1/inspect/{id}`, `/v1/schemes`, `/healthz`, `/readyz`,
-//! `/metrics`, `/openapi.json`; see docs/SERVICE.md and [`OPENAPI`].
+//! `/metrics`, `/openapi.json`; see docs/SERVICE.md and [`openapi()`], the OpenAPI document
+//! generated from the route code.
 //!
 //! ```no_run
 //! # async fn run() -> anyhow::Result<()> {
@@ -22,6 +23,7 @@ pub mod json;
 mod metrics;
 mod middleware;
 mod negotiate;
+mod openapi;
 mod routes;
 mod server;
 
@@ -30,8 +32,6 @@ pub use config::{
     Config, Fleet, Settings, DEFAULT_LEASE_TTL, DEFAULT_LISTEN, DEFAULT_MAX_BATCHES,
     DEFAULT_MAX_COUNT, DEFAULT_TIMEOUT, ENVIRONMENT, MAX_COUNT_CEILING, MAX_URI_BYTES,
 };
+pub use openapi::{openapi, openapi_json};
 pub use routes::router;
 pub use server::{run_blocking, serve, serve_on, CannotListen};
-
-/// The OpenAPI 3 document of the service, as served at `/openapi.json`.
-pub const OPENAPI: &str = include_str!("openapi.json");

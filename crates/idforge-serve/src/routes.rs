@@ -6,31 +6,45 @@ use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use axum::Router;
 use idforge::inspect::inspect_as;
 use idforge::schemes::catalog::Kind;
 use idforge::text::Format;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::app::{App, Served};
 use crate::errors::{error, fail, json_ok, query_words, ApiError};
 use crate::fleet::LeaseStatus;
-use crate::ids::ids;
 use crate::metrics::{LeaseGauges, SchemeGauges};
 use crate::middleware::guard;
 use crate::negotiate::{params, Params};
-use crate::{json, OPENAPI};
+use crate::openapi::{
+    ApiDoc, BadRequest, Decoded, Forbidden, HeadersTooLarge, InspectPath, InspectQuery,
+    SchemeFacts, Status, Unauthorized, Unavailable, UriTooLong,
+};
+use crate::{json, openapi};
+
+/// Every route of the service, each with its operation in the OpenAPI document: `routes!`
+/// takes the method and path from the handler's `#[utoipa::path]`, so a route cannot be
+/// served without being documented, nor documented where it is not served. Routes are added
+/// here only.
+pub(crate) fn api() -> OpenApiRouter<Arc<App>> {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(crate::ids::ids))
+        .routes(routes!(inspect))
+        .routes(routes!(schemes))
+        .routes(routes!(healthz))
+        .routes(routes!(readyz))
+        .routes(routes!(metrics_text))
+        .routes(routes!(openapi_document))
+}
 
 /// The service's routes over `app`, with authentication, limits, metrics and JSON errors.
 pub fn router(app: Arc<App>) -> Router {
-    Router::new()
-        .route("/v1/ids/{scheme}", get(ids))
-        .route("/v1/inspect/{id}", get(inspect))
-        .route("/v1/schemes", get(schemes))
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics_text))
-        .route("/openapi.json", get(openapi))
+    let (routes, _) = api().split_for_parts();
+    routes
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(app.clone(), guard))
         .with_state(app)
@@ -46,6 +60,21 @@ pub(crate) async fn not_found(req: Request) -> Response {
     )
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/inspect/{id}",
+    operation_id = "inspectId",
+    summary = "Decode an id (as `idforge inspect --json`)",
+    params(InspectPath, InspectQuery),
+    responses(
+        (status = 200, description = "The id's parts.", body = Decoded),
+        (status = 400, response = BadRequest),
+        (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden),
+        (status = 414, response = UriTooLong),
+        (status = 431, response = HeadersTooLarge),
+    )
+)]
 pub(crate) async fn inspect(
     id: Result<Path<String>, axum::extract::rejection::PathRejection>,
     query: Params,
@@ -93,16 +122,57 @@ pub(crate) async fn inspect(
     res.unwrap_or_else(IntoResponse::into_response)
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/schemes",
+    operation_id = "listSchemes",
+    summary = "The catalog (as `idforge schemes --json`)",
+    responses(
+        (status = 200, description = "Every scheme's facts.", body = [SchemeFacts]),
+        (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden),
+        (status = 414, response = UriTooLong),
+        (status = 431, response = HeadersTooLarge),
+    )
+)]
 pub(crate) async fn schemes() -> Response {
     json_ok(&json::schemes())
 }
 
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    operation_id = "health",
+    summary = "Liveness: 200 while the process runs (never needs a token)",
+    security(),
+    responses(
+        (status = 200, description = "Alive.", body = Status),
+        (status = 414, response = UriTooLong),
+        (status = 431, response = HeadersTooLarge),
+    )
+)]
 pub(crate) async fn healthz() -> Response {
     json_ok(&serde_json::json!({ "status": "ok" }))
 }
 
 /// Ready when every scheme can issue: each issues one id now (ids are cheap, and this is the
 /// only test that covers every way of failing: a lost state file, a clock behind).
+#[utoipa::path(
+    get,
+    path = "/readyz",
+    operation_id = "ready",
+    summary = "Readiness: 200 when every served scheme can issue an id now",
+    description = "Each served scheme issues one id: a state file deleted or replaced, a clock \
+        behind the last id, or a node id whose lease is not held makes the service unready.",
+    responses(
+        (status = 200, description = "Ready.", body = Status),
+        (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden),
+        (status = 414, response = UriTooLong),
+        (status = 431, response = HeadersTooLarge),
+        (status = 503, response = Unavailable),
+    )
+)]
 pub(crate) async fn readyz(State(app): State<Arc<App>>) -> Response {
     let probe = app.clone();
     let problems = tokio::task::spawn_blocking(move || {
@@ -154,6 +224,19 @@ pub(crate) async fn readyz(State(app): State<Arc<App>>) -> Response {
     }
 }
 
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    operation_id = "metrics",
+    summary = "Prometheus text exposition",
+    responses(
+        (status = 200, description = "Metrics.", body = String, content_type = "text/plain"),
+        (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden),
+        (status = 414, response = UriTooLong),
+        (status = 431, response = HeadersTooLarge),
+    )
+)]
 pub(crate) async fn metrics_text(State(app): State<Arc<App>>) -> Response {
     let leases: Vec<Option<LeaseStatus>> = app.schemes.iter().map(Served::lease_status).collect();
     let ready = app.schemes.iter().zip(&leases).all(|(s, l)| {
@@ -182,13 +265,26 @@ pub(crate) async fn metrics_text(State(app): State<Arc<App>>) -> Response {
         .into_response()
 }
 
-pub(crate) async fn openapi() -> Response {
+#[utoipa::path(
+    get,
+    path = "/openapi.json",
+    operation_id = "openapi",
+    summary = "This document",
+    responses(
+        (status = 200, description = "OpenAPI 3.", body = Object),
+        (status = 401, response = Unauthorized),
+        (status = 403, response = Forbidden),
+        (status = 414, response = UriTooLong),
+        (status = 431, response = HeadersTooLarge),
+    )
+)]
+pub(crate) async fn openapi_document() -> Response {
     (
         [(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         )],
-        OPENAPI,
+        openapi::openapi_json(),
     )
         .into_response()
 }
