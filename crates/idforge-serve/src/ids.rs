@@ -25,7 +25,11 @@ use crate::negotiate::{negotiate, params, Body3, Params};
     summary = "New ids of a scheme",
     params(crate::openapi::IdsPath, crate::openapi::IdsQuery),
     responses(
-        (status = 200, description = "The ids, in increasing order for time-ordered schemes.",
+        (status = 200, description = "The ids, in increasing order for time-ordered schemes. \
+            A batch of more than 64 ids is streamed (octet bodies with `Content-Length`, the \
+            others chunked); if the generator refuses after the first ids, or the timeout \
+            passes, the body is cut short: the connection closes without the final chunk or \
+            short of `Content-Length`, which clients report as an incomplete body.",
             content(
                 (crate::openapi::Ids = "application/json"),
                 (inline(crate::openapi::IdLines) = "text/plain"),
@@ -39,11 +43,12 @@ use crate::negotiate::{negotiate, params, Body3, Params};
         (status = 414, response = crate::openapi::UriTooLong),
         (status = 431, response = crate::openapi::HeadersTooLarge),
         (status = 503, description = "The generator refused (clock behind, lost state file), \
-            the request timed out, or too many ids are in flight in large batches (then with \
-            `Retry-After`).",
+            the request timed out before its first ids, the scheme cannot issue the count \
+            within the timeout (the message says the most it can), or too many large batches \
+            are in flight (then with `Retry-After`).",
             body = crate::openapi::ErrorBody,
             headers(("Retry-After" = u32,
-                description = "Seconds to wait, when too many ids are in flight."))),
+                description = "Seconds to wait, when too many large batches are in flight."))),
     )
 )]
 pub(crate) async fn ids(

@@ -417,7 +417,7 @@ pub(crate) struct UriTooLong(ErrorBody);
 pub(crate) struct HeadersTooLarge;
 
 /// Not ready, the generator refused (clock behind, lost state file), the request timed out, or
-/// (with `Retry-After: 1`) too many ids are in flight in large batches.
+/// (with `Retry-After: 1`) too many large batches are in flight.
 #[derive(ToResponse)]
 #[allow(dead_code)] // documentation only
 pub(crate) struct Unavailable(ErrorBody);
