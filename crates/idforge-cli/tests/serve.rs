@@ -93,6 +93,10 @@ fn tokens_from_a_file_and_a_warning_beyond_loopback() {
     let d = TempDir::new("tokens");
     let tokens = d.0.join("tokens");
     std::fs::write(&tokens, "# ops\nalpha-123\n\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
     let mut c = cmd(&d.0);
     c.args([
         "--listen",

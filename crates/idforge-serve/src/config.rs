@@ -55,6 +55,47 @@ pub const ENVIRONMENT: &str = "Environment (below flags, above the --config file
   IDFORGE_CLOCK        auto, precise, counter or ticker: where ids take their time from (--clock)
   IDFORGE_STATE_DIR    directory of the host-wide state files (default ~/.local/state/idforge)";
 
+/// The text of the tokens file, refused if someone other than its owner (this user or root)
+/// could add a token to it, or anyone at all could read it.
+fn read_secret_file(path: &Path) -> anyhow::Result<String> {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    let mut file = std::fs::File::open(path)
+        .with_context(|| format!("cannot read the tokens file {}", path.display()))?;
+    let meta = file
+        .metadata()
+        .with_context(|| format!("cannot read the tokens file {}", path.display()))?;
+    let mode = meta.mode() & 0o7777;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me && meta.uid() != 0 {
+        bail!(
+            "the tokens file {} belongs to uid {}, not to this user ({me}) or root: whoever owns it can add a token; chown it",
+            path.display(),
+            meta.uid()
+        );
+    }
+    if mode & 0o022 != 0 {
+        bail!(
+            "the tokens file {} is writable by {} (mode {mode:04o}): anyone who can write it can add a token; chmod 600 {}",
+            path.display(),
+            if mode & 0o002 != 0 { "everyone" } else { "its group" },
+            path.display()
+        );
+    }
+    if mode & 0o004 != 0 {
+        bail!(
+            "the tokens file {} is readable by everyone (mode {mode:04o}): chmod 600 {} (or 640 for a group of readers)",
+            path.display(),
+            path.display()
+        );
+    }
+    let mut text = String::new();
+    file.read_to_string(&mut text)
+        .with_context(|| format!("cannot read the tokens file {}", path.display()))?;
+    Ok(text)
+}
+
 /// The default etcd lease TTL.
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
 
@@ -265,6 +306,11 @@ impl Settings {
     /// As [`Settings::from_env`].
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> anyhow::Result<Settings> {
         let get = |k: &str| var(k).filter(|v| !v.trim().is_empty());
+        // An empty name of the tokens file (`IDFORGE_TOKENS_FILE=$UNSET_PATH`) must not turn
+        // authentication off, as an empty IDFORGE_TOKENS does not.
+        if var("IDFORGE_TOKENS_FILE").is_some_and(|v| v.trim().is_empty()) {
+            bail!("IDFORGE_TOKENS_FILE is set but empty: name the tokens file, or unset it to serve without authentication");
+        }
         let num = |k: &str| -> anyhow::Result<Option<u64>> {
             get(k)
                 .map(|v| {
@@ -358,8 +404,7 @@ impl Settings {
         };
         let mut tokens = Vec::new();
         if let Some(path) = &self.tokens_file {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read the tokens file {}", path.display()))?;
+            let text = read_secret_file(path)?;
             let from_file: Vec<String> = text
                 .lines()
                 .map(str::trim)
@@ -522,13 +567,36 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("tokens");
         std::fs::write(&file, "# no token\n\n").unwrap();
+        let mode = |m: u32| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(m)).unwrap();
+        };
+        mode(0o600);
         let from_file = Settings {
             tokens_file: Some(file.clone()),
             ..Settings::default()
         };
-        let e = from_file.finish().unwrap_err().to_string();
+        let e = from_file.clone().finish().unwrap_err().to_string();
         assert!(e.contains("holds no token"), "{e}");
+        // A tokens file others could add a token to, or anyone could read, is refused.
+        std::fs::write(&file, "alpha\n").unwrap();
+        for (m, says) in [
+            (0o620, "writable by its group (mode 0620)"),
+            (0o602, "writable by everyone"),
+            (0o644, "readable by everyone (mode 0644)"),
+        ] {
+            mode(m);
+            let e = from_file.clone().finish().unwrap_err().to_string();
+            assert!(e.contains(says) && e.contains("chmod 600"), "{m:o}: {e}");
+        }
+        mode(0o640);
+        assert_eq!(from_file.finish().unwrap().tokens, ["alpha"]);
         std::fs::remove_dir_all(&dir).unwrap();
+        // Named by an empty variable (an unset path in a template): refused, not "no tokens".
+        let e = Settings::from_vars(|k| (k == "IDFORGE_TOKENS_FILE").then(String::new))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("IDFORGE_TOKENS_FILE is set but empty"), "{e}");
         // Unset: no authentication.
         let none = Settings::from_vars(|_| None).unwrap().finish().unwrap();
         assert!(none.tokens.is_empty());
