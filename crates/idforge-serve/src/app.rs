@@ -177,6 +177,13 @@ impl App {
         }))
     }
 
+    /// The ids of the large batches in flight (made on the blocking pool): at most
+    /// [`IN_FLIGHT_BATCHES`] times the max count. A batch counts from its start until it is
+    /// made, or stopped because its request is gone.
+    pub fn ids_in_flight(&self) -> u64 {
+        IN_FLIGHT_BATCHES * self.config.max_count - self.in_flight.available_permits() as u64
+    }
+
     /// The configuration.
     pub fn config(&self) -> &Config {
         &self.config

@@ -5,6 +5,12 @@
 //! Routes: `GET /v1/ids/{scheme}`, `/v1/inspect/{id}`, `/v1/schemes`, `/healthz`, `/readyz`,
 //! `/metrics`, `/openapi.json`; see docs/SERVICE.md and [`OPENAPI`].
 //!
+//! Connections are bounded ([`serve_on`]): a client has [`Config::header_timeout`] (5 s) to send
+//! a request head, a keep-alive connection waits [`Config::idle_timeout`] (75 s) for its next
+//! request, at most [`Config::max_connections`] (512) are open at once, and on SIGTERM the
+//! requests in flight have [`Config::shutdown_grace`] (10 s) to finish before their connections
+//! are closed and their batches stopped.
+//!
 //! ```no_run
 //! # async fn run() -> anyhow::Result<()> {
 //! let config = idforge_serve::Settings::default().finish()?;
@@ -15,6 +21,7 @@
 mod app;
 mod auth;
 mod config;
+mod conn;
 mod errors;
 mod fleet;
 mod ids;
@@ -27,11 +34,15 @@ mod server;
 
 pub use app::{App, IN_FLIGHT_BATCHES};
 pub use config::{
-    Config, Fleet, Settings, DEFAULT_LEASE_TTL, DEFAULT_LISTEN, DEFAULT_MAX_COUNT, DEFAULT_TIMEOUT,
-    ENVIRONMENT, MAX_COUNT_CEILING, MAX_URI_BYTES,
+    Config, Fleet, Settings, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_LEASE_TTL,
+    DEFAULT_LISTEN, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_COUNT, DEFAULT_SHUTDOWN_GRACE,
+    DEFAULT_TIMEOUT, ENVIRONMENT, MAX_CONNECTIONS_CEILING, MAX_COUNT_CEILING, MAX_URI_BYTES,
+    RESERVED_FILES,
 };
 pub use routes::router;
-pub use server::{run_blocking, serve, serve_on, CannotListen};
+pub use server::{
+    fit_open_files, run_blocking, serve, serve_on, CannotListen, Stopped, TooFewFiles,
+};
 
 /// The OpenAPI 3 document of the service, as served at `/openapi.json`.
 pub const OPENAPI: &str = include_str!("openapi.json");
