@@ -12,7 +12,8 @@ use idforge_serve::Settings;
 #[derive(Args, Debug)]
 pub struct ServeArgs {
     /// A TOML file of settings (keys: listen, schemes, node, host, nodes, layout, in_process,
-    /// max_count, max_batches, timeout_ms, tokens_file, etcd, etcd_cacert, etcd_cert, etcd_key, etcd_user,
+    /// max_count, max_batches, timeout_ms, header_timeout_ms, idle_timeout_ms, max_connections,
+    /// shutdown_grace_ms, tokens_file, etcd, etcd_cacert, etcd_cert, etcd_key, etcd_user,
     /// etcd_password_file, namespace_prefix, lease_ttl, clock), below flags and environment
     /// variables.
     #[arg(long, value_name = "FILE")]
@@ -56,6 +57,26 @@ pub struct ServeArgs {
     /// that outlives it is cut short).
     #[arg(long, value_name = "MS")]
     timeout_ms: Option<u64>,
+    /// Time a client has to send a whole request head, in milliseconds, from the connection's
+    /// start (then from the first byte of each later request); past it the connection is
+    /// closed without a response [default: 5000; from 100 to 300000].
+    #[arg(long, value_name = "MS")]
+    header_timeout_ms: Option<u64>,
+    /// Time a keep-alive connection may wait for its next request, in milliseconds
+    /// [default: 75000, above the 60 s idle timeout of the usual load balancers].
+    #[arg(long, value_name = "MS")]
+    idle_timeout_ms: Option<u64>,
+    /// Connections open at once [default: 512]. Past it new connections wait in the listen
+    /// backlog, and those waiting over a second for a request are closed to make room. The
+    /// soft open-file limit is raised to fit it (up to the hard limit, else the server does not
+    /// start).
+    #[arg(long, value_name = "N")]
+    max_connections: Option<u64>,
+    /// On SIGTERM or SIGINT, time the requests in flight have to finish, in milliseconds; then
+    /// the connections left are closed and their batches stopped [default: 10000].
+    /// Connections that have not sent a whole request are closed at once.
+    #[arg(long, value_name = "MS")]
+    shutdown_grace_ms: Option<u64>,
     /// Bearer tokens, one per line (# starts a comment). With tokens, every route but /healthz
     /// needs `Authorization: Bearer TOKEN`.
     #[arg(long, value_name = "FILE")]
@@ -89,10 +110,12 @@ pub struct ServeArgs {
 
 /// The exit codes of `idforge serve`.
 pub const EXIT_CODES: &str = "Exit status:
-  0  stopped by SIGTERM or SIGINT, after the requests in flight
+  0  stopped by SIGTERM or SIGINT, after the requests in flight (or at the end of
+     --shutdown-grace-ms)
   2  a setting the server cannot use: an unknown scheme or key, a scheme with a node id named
-     without one, a layout that does not parse, --max-count over 1000000, an empty token
-     list, a config or tokens file that cannot be read
+     without one, a layout that does not parse, --max-count over 1000000, a timeout, grace or
+     --max-connections of 0 or out of range, --max-connections over the open-file limit, an
+     empty token list, a config or tokens file that cannot be read
   4  a state file cannot be used (another user's, damaged, replaced, or for another scheme)
   7  the address cannot be listened on (in use, or not permitted)";
 
@@ -114,6 +137,10 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         max_count: a.max_count,
         max_batches: a.max_batches,
         timeout_ms: a.timeout_ms,
+        header_timeout_ms: a.header_timeout_ms,
+        idle_timeout_ms: a.idle_timeout_ms,
+        max_connections: a.max_connections,
+        shutdown_grace_ms: a.shutdown_grace_ms,
         tokens_file: a.tokens_file,
         tokens: None,
         etcd: a.etcd,
@@ -140,6 +167,12 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         flags.or(Settings::from_env()?).or(file).finish()
     };
     let config = settings().map_err(|e| crate::failure::Usage(format!("{e:#}")))?;
-    idforge_serve::run_blocking(config)?;
+    // An open-file limit too low for --max-connections is a setting the server cannot use.
+    idforge_serve::run_blocking(config).map_err(|e| {
+        match e.downcast::<idforge_serve::TooFewFiles>() {
+            Ok(few) => anyhow::Error::new(crate::failure::Usage(few.to_string())),
+            Err(e) => e,
+        }
+    })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -218,7 +218,6 @@ fn kill_9_mid_load_then_restart_never_repeats() {
 /// `idforge serve ARGS` that must stop at start: its exit code (`None`: still running after
 /// 20 s, then killed) and its log.
 fn refused(d: &TempDir, args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
-    use std::io::Read;
     let mut c = cmd(&d.0);
     if !args.contains(&"--listen") {
         c.args(["--listen", "127.0.0.1:0"]);
@@ -227,6 +226,13 @@ fn refused(d: &TempDir, args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, St
     for (k, v) in env {
         c.env(k, v);
     }
+    stops(c)
+}
+
+/// Runs `c`, which must stop at start: its exit code (`None`: still running after 20 s, then
+/// killed) and its log.
+fn stops(mut c: std::process::Command) -> (Option<i32>, String) {
+    use std::io::Read;
     let mut child = c.spawn().unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     let code = loop {
@@ -366,11 +372,191 @@ fn settings_the_server_cannot_use_exit_2() {
             &[],
             "cannot read the tokens file",
         ),
+        (
+            &["--schemes", "uuid7", "--header-timeout-ms", "0"],
+            &[],
+            "--header-timeout-ms (IDFORGE_HEADER_TIMEOUT_MS, header_timeout_ms in the config file) is 0: set from 100",
+        ),
+        (
+            &["--schemes", "uuid7", "--max-connections", "0"],
+            &[],
+            "--max-connections (IDFORGE_MAX_CONNECTIONS",
+        ),
+        (
+            &["--schemes", "uuid7"],
+            &[("IDFORGE_SHUTDOWN_GRACE_MS", "0")],
+            "--shutdown-grace-ms (IDFORGE_SHUTDOWN_GRACE_MS",
+        ),
+        (
+            &["--schemes", "uuid7"],
+            &[("IDFORGE_IDLE_TIMEOUT_MS", "86400000")],
+            "--idle-timeout-ms (IDFORGE_IDLE_TIMEOUT_MS, idle_timeout_ms in the config file) is 86400000",
+        ),
     ] {
         let (code, err) = refused(&d, args, env);
         assert_eq!(code, Some(2), "{args:?} {env:?}: {err}");
         assert!(err.contains(says), "{args:?} {env:?}: {err}");
     }
+}
+
+/// Sets the open-file limit of the child `c` starts.
+fn with_open_files(c: &mut std::process::Command, soft: libc::rlim_t, hard: libc::rlim_t) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only setrlimit, which is async-signal-safe, runs between fork and exec.
+    unsafe {
+        c.pre_exec(move || {
+            let lim = libc::rlimit {
+                rlim_cur: soft,
+                rlim_max: hard,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+#[test]
+fn the_open_file_limit_is_raised_for_max_connections_or_the_server_refuses_to_start() {
+    let d = TempDir::new("nofile");
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the rlimit it is given.
+    assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) }, 0);
+    let hard = lim.rlim_max.min(4096);
+    // A soft limit of 256 under a higher hard one: raised to the hard one for the default 512
+    // connections.
+    if hard >= 600 {
+        let mut c = cmd(&d.0);
+        c.args(["--listen", "127.0.0.1:0", "--schemes", "uuid7"]);
+        with_open_files(&mut c, 256, hard);
+        let p = spawn(c);
+        let log = p.stderr.lock().unwrap().clone();
+        assert!(
+            log.contains(&format!(
+                "raised the open-file limit (RLIMIT_NOFILE) from 256 to {hard}: --max-connections 512 needs 576"
+            )),
+            "{log}"
+        );
+        assert_eq!(get(p.addr, "/healthz", &[]).status, 200);
+    }
+    // A hard limit of 256: 512 connections cannot fit, and the server says what to do.
+    let mut c = cmd(&d.0);
+    c.args(["--listen", "127.0.0.1:0", "--schemes", "uuid7"]);
+    with_open_files(&mut c, 256, 256);
+    let (code, err) = stops(c);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--max-connections 512 needs 576 open files")
+            && err.contains("LimitNOFILE=576")
+            && err.contains("--max-connections 192 or less"),
+        "{err}"
+    );
+    assert!(!err.contains("listening"), "{err}");
+    // ... and fits with fewer.
+    let mut c = cmd(&d.0);
+    c.args([
+        "--listen",
+        "127.0.0.1:0",
+        "--schemes",
+        "uuid7",
+        "--max-connections",
+        "192",
+    ]);
+    with_open_files(&mut c, 256, 256);
+    let p = spawn(c);
+    assert_eq!(get(p.addr, "/healthz", &[]).status, 200);
+}
+
+/// The issue: one unfinished request head held the graceful shutdown open (24 s and more), and
+/// timed-out batches kept the process alive after it printed "stopped". Now the connection
+/// without a whole request is closed at once, and the batch in flight is cut at the end of the
+/// grace.
+#[test]
+fn sigterm_with_an_unfinished_head_and_a_batch_in_flight_exits_within_the_grace() {
+    use std::io::{Read, Write};
+    let d = TempDir::new("grace");
+    let mut c = cmd(&d.0);
+    c.args([
+        "--listen",
+        "127.0.0.1:0",
+        "--schemes",
+        "sonyflake",
+        "--node",
+        "2",
+        "--max-count",
+        "100000",
+        "--timeout-ms",
+        "60000",
+        "--shutdown-grace-ms",
+        "1000",
+    ]);
+    let mut p = spawn(c);
+    let mut head = std::net::TcpStream::connect(p.addr).unwrap();
+    head.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    // Sonyflake issues 256 ids per 10 ms: 100,000 take about 3.9 s.
+    let mut batch = std::net::TcpStream::connect(p.addr).unwrap();
+    batch
+        .write_all(b"GET /v1/ids/sonyflake?count=100000 HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let batch = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let _ = batch.read_to_end(&mut out);
+        out
+    });
+    // Connections are accepted in turn: the batch's is served by the time this one is
+    // answered, and its request, sent before, is read well within the 300 ms that follow.
+    assert_eq!(get(p.addr, "/healthz", &[]).status, 200);
+    std::thread::sleep(Duration::from_millis(300));
+    let t = std::time::Instant::now();
+    // SAFETY: kill sends a signal to our own child.
+    let rc = unsafe { libc::kill(p.child.id() as libc::pid_t, libc::SIGTERM) };
+    assert_eq!(rc, 0);
+    let status = loop {
+        if let Some(status) = p.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "still running 10 s after SIGTERM, with a grace of 1 s:\n{}",
+            p.stderr.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let took = t.elapsed();
+    assert_eq!(status.code(), Some(0), "{}", p.stderr.lock().unwrap());
+    assert!(
+        took >= Duration::from_secs(1) && took < Duration::from_secs(4),
+        "exited {took:?} after SIGTERM, with a grace of 1 s"
+    );
+    // The batch is streamed: its head and first ids went out, and its body ends without the
+    // final chunk (clients report it as incomplete).
+    let out = batch.join().unwrap();
+    assert!(
+        out.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&out[..out.len().min(200)])
+    );
+    assert!(
+        !out.ends_with(b"\r\n0\r\n\r\n"),
+        "the cut batch's body was complete"
+    );
+    std::thread::sleep(Duration::from_millis(50));
+    let log = p.stderr.lock().unwrap().clone();
+    assert!(
+        log.contains("at most 1000 ms (--shutdown-grace-ms)")
+            && log.contains("stopped after")
+            && log.contains("; 1 connection closed unfinished (requests still in flight at the end of the 1000 ms grace")
+            && log.contains("; 1 connection without a whole request closed at once"),
+        "{log}"
+    );
+    let mut rest = Vec::new();
+    let _ = head.read_to_end(&mut rest);
+    assert!(rest.is_empty());
 }
 
 /// The process's peak resident memory, in KB.

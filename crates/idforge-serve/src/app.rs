@@ -179,6 +179,12 @@ impl App {
         }))
     }
 
+    /// The large (streamed) batches in flight: at most `config.max_batches`. A batch counts
+    /// from its start until it is made, or stopped because its request is gone.
+    pub fn batches_in_flight(&self) -> usize {
+        self.config.max_batches - self.batches.available_permits()
+    }
+
     /// The configuration.
     pub fn config(&self) -> &Config {
         &self.config

@@ -28,6 +28,31 @@ pub const MAX_BATCHES_CEILING: usize = 4096;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest request target (path and query) accepted, in bytes; longer ones get 414.
 pub const MAX_URI_BYTES: usize = 2048;
+/// The default time a client has to send a whole request head: from the connection's start for
+/// its first request, from the first byte of each later one. Generous for any real client (a
+/// request head is one packet), short enough that connections which never finish their heads
+/// (slowloris) are closed long before they pile up.
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(5);
+/// The default time a keep-alive connection may wait for its next request. Longer than the 60 s
+/// idle timeout of the usual load balancers (AWS's, nginx's upstream pools), so that the balancer
+/// and not the service closes an idle connection: a server closing first races the balancer's
+/// next request on it, which the balancer then answers 502.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(75);
+/// The default largest number of connections open at once: with the files the service needs
+/// besides ([`RESERVED_FILES`]) it fits systemd's default of 1,024 open files without raising
+/// anything.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+/// The default time the requests in flight have to finish on SIGTERM or SIGINT: the default
+/// request timeout, so that a request in flight ends on its own (answered, or 503 at its
+/// timeout), and well below Kubernetes' 30 s `terminationGracePeriodSeconds` with the node ids
+/// still to give back.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+/// The open files the service keeps for itself besides its connections (standard streams, the
+/// listener, the runtime's, the state files, etcd's connections), counted against the open-file
+/// limit with `max_connections`.
+pub const RESERVED_FILES: u64 = 64;
+/// The largest `--max-connections` accepted.
+pub const MAX_CONNECTIONS_CEILING: usize = 1_000_000;
 
 /// The environment variables the service reads, with what each sets.
 pub const ENVIRONMENT: &str = "Environment (below flags, above the --config file):
@@ -40,6 +65,13 @@ pub const ENVIRONMENT: &str = "Environment (below flags, above the --config file
   IDFORGE_MAX_COUNT    largest count of one request, at most 1000000 (--max-count)
   IDFORGE_MAX_BATCHES  large batches (over 64 ids, streamed) in flight at once (--max-batches)
   IDFORGE_TIMEOUT_MS   request timeout in milliseconds (--timeout-ms)
+  IDFORGE_HEADER_TIMEOUT_MS  time to send a whole request head, in milliseconds
+                       (--header-timeout-ms)
+  IDFORGE_IDLE_TIMEOUT_MS  time a keep-alive connection may wait for its next request, in
+                       milliseconds (--idle-timeout-ms)
+  IDFORGE_MAX_CONNECTIONS  connections open at once (--max-connections)
+  IDFORGE_SHUTDOWN_GRACE_MS  on SIGTERM, time the requests in flight have to finish, in
+                       milliseconds (--shutdown-grace-ms)
   IDFORGE_TOKENS_FILE  bearer tokens, one per line (--tokens-file)
   IDFORGE_TOKENS       more bearer tokens, comma separated (added to the file's; set, it must
                        hold one)
@@ -126,6 +158,14 @@ pub struct Settings {
     pub max_batches: Option<usize>,
     /// The request timeout in milliseconds.
     pub timeout_ms: Option<u64>,
+    /// The time a client has to send a whole request head, in milliseconds.
+    pub header_timeout_ms: Option<u64>,
+    /// The time a keep-alive connection may wait for its next request, in milliseconds.
+    pub idle_timeout_ms: Option<u64>,
+    /// The largest number of connections open at once.
+    pub max_connections: Option<u64>,
+    /// On SIGTERM or SIGINT, the time the requests in flight have to finish, in milliseconds.
+    pub shutdown_grace_ms: Option<u64>,
     /// A file of bearer tokens, one per line.
     pub tokens_file: Option<PathBuf>,
     /// Bearer tokens given directly (IDFORGE_TOKENS; not read from the TOML file, which should
@@ -192,6 +232,18 @@ pub struct Config {
     /// The most large batches (over 64 ids, streamed) in flight at once; past it a request for
     /// one is answered 503 with `Retry-After: 1`. Each holds about 256 KB besides hyper's write buffer.
     pub max_batches: usize,
+    /// The time a client has to send a whole request head: from the connection's start for its
+    /// first request, from the request's first byte for the later ones. Past it the connection
+    /// is closed, without a response.
+    pub header_timeout: Duration,
+    /// The time a keep-alive connection may wait for its next request before it is closed.
+    pub idle_timeout: Duration,
+    /// The largest number of connections open at once; past it new connections wait in the
+    /// listen backlog.
+    pub max_connections: usize,
+    /// On SIGTERM or SIGINT, the time the requests in flight have to finish; then the
+    /// connections still open are closed and their batches stopped.
+    pub shutdown_grace: Duration,
     /// Bearer tokens; empty: no authentication.
     pub tokens: Vec<String>,
     /// Node ids leased from etcd instead of `node` and `host`.
@@ -230,6 +282,10 @@ impl Settings {
             max_count: self.max_count.or(lower.max_count),
             max_batches: self.max_batches.or(lower.max_batches),
             timeout_ms: self.timeout_ms.or(lower.timeout_ms),
+            header_timeout_ms: self.header_timeout_ms.or(lower.header_timeout_ms),
+            idle_timeout_ms: self.idle_timeout_ms.or(lower.idle_timeout_ms),
+            max_connections: self.max_connections.or(lower.max_connections),
+            shutdown_grace_ms: self.shutdown_grace_ms.or(lower.shutdown_grace_ms),
             tokens_file: self.tokens_file.or(lower.tokens_file),
             tokens: self.tokens.or(lower.tokens),
             etcd: self.etcd.or(lower.etcd),
@@ -246,7 +302,9 @@ impl Settings {
     }
 
     /// The settings of a TOML file (keys as the fields of [`Settings`]: `listen`, `schemes`,
-    /// `node`, `host`, `nodes`, `layout`, `in_process`, `max_count`, `max_batches`, `timeout_ms`, `tokens_file`, `etcd`,
+    /// `node`, `host`, `nodes`, `layout`, `in_process`, `max_count`, `max_batches`, `timeout_ms`,
+    /// `header_timeout_ms`, `idle_timeout_ms`, `max_connections`, `shutdown_grace_ms`,
+    /// `tokens_file`, `etcd`,
     /// `etcd_cacert`, `etcd_cert`, `etcd_key`, `etcd_user`, `etcd_password_file`,
     /// `namespace_prefix`, `lease_ttl`, `clock`).
     ///
@@ -347,6 +405,10 @@ impl Settings {
             max_count: num("IDFORGE_MAX_COUNT")?,
             max_batches: num("IDFORGE_MAX_BATCHES")?.map(|n| n as usize),
             timeout_ms: num("IDFORGE_TIMEOUT_MS")?,
+            header_timeout_ms: num("IDFORGE_HEADER_TIMEOUT_MS")?,
+            idle_timeout_ms: num("IDFORGE_IDLE_TIMEOUT_MS")?,
+            max_connections: num("IDFORGE_MAX_CONNECTIONS")?,
+            shutdown_grace_ms: num("IDFORGE_SHUTDOWN_GRACE_MS")?,
             tokens_file: get("IDFORGE_TOKENS_FILE").map(PathBuf::from),
             // Set at all, even to "" or ",", it must hold a token: an unset secret behind
             // IDFORGE_TOKENS=$SECRET must not turn authentication off.
@@ -376,8 +438,10 @@ impl Settings {
     /// file is read here.
     ///
     /// # Errors
-    /// An address that does not parse, a count or timeout of zero, a count over
-    /// [`MAX_COUNT_CEILING`], a tokens file that cannot be read or holds no token, tokens given
+    /// An address that does not parse, a count, timeout, connection limit or grace of zero, a
+    /// count over [`MAX_COUNT_CEILING`], a header timeout under 100 ms or over 5 minutes, an
+    /// idle timeout or grace over an hour, a connection limit over [`MAX_CONNECTIONS_CEILING`],
+    /// a tokens file that cannot be read or holds no token, tokens given
     /// as an empty list (`IDFORGE_TOKENS=","`).
     pub fn finish(self) -> anyhow::Result<Config> {
         let listen = self.listen.as_deref().unwrap_or(DEFAULT_LISTEN);
@@ -401,6 +465,26 @@ impl Settings {
             Some(0) => bail!("timeout 0 ms would fail every request: set at least 1"),
             Some(ms) => Duration::from_millis(ms),
             None => DEFAULT_TIMEOUT,
+        };
+        let header_timeout = match self.header_timeout_ms {
+            None => DEFAULT_HEADER_TIMEOUT,
+            Some(ms @ 100..=300_000) => Duration::from_millis(ms),
+            Some(ms) => bail!("--header-timeout-ms (IDFORGE_HEADER_TIMEOUT_MS, header_timeout_ms in the config file) is {ms}: set from 100 (a client beyond this machine needs that much to send a request head) to 300000 (5 minutes; a longer wait lets connections that never finish their heads pile up)"),
+        };
+        let idle_timeout = match self.idle_timeout_ms {
+            None => DEFAULT_IDLE_TIMEOUT,
+            Some(ms @ 1..=3_600_000) => Duration::from_millis(ms),
+            Some(ms) => bail!("--idle-timeout-ms (IDFORGE_IDLE_TIMEOUT_MS, idle_timeout_ms in the config file) is {ms}: set from 1 to 3600000 (an hour)"),
+        };
+        let max_connections = match self.max_connections {
+            None => DEFAULT_MAX_CONNECTIONS,
+            Some(n) if (1..=MAX_CONNECTIONS_CEILING as u64).contains(&n) => n as usize,
+            Some(n) => bail!("--max-connections (IDFORGE_MAX_CONNECTIONS, max_connections in the config file) is {n}: set from 1 to {MAX_CONNECTIONS_CEILING} (each connection takes an open file; see the open-file limit, ulimit -n)"),
+        };
+        let shutdown_grace = match self.shutdown_grace_ms {
+            None => DEFAULT_SHUTDOWN_GRACE,
+            Some(ms @ 1..=3_600_000) => Duration::from_millis(ms),
+            Some(ms) => bail!("--shutdown-grace-ms (IDFORGE_SHUTDOWN_GRACE_MS, shutdown_grace_ms in the config file) is {ms}: set from 1 to 3600000 (an hour; supervisors kill sooner: Kubernetes after 30 s, systemd after 90 s by default)"),
         };
         let mut tokens = Vec::new();
         if let Some(path) = &self.tokens_file {
@@ -513,6 +597,10 @@ impl Settings {
             max_count,
             timeout,
             max_batches,
+            header_timeout,
+            idle_timeout,
+            max_connections,
+            shutdown_grace,
             tokens,
             fleet,
             clock,
@@ -546,6 +634,58 @@ mod tests {
         assert_eq!(c.tokens, ["a", "b"]);
         assert_eq!(c.timeout, DEFAULT_TIMEOUT);
         assert_eq!(Config::default().listen.to_string(), DEFAULT_LISTEN);
+    }
+
+    #[test]
+    fn connection_limits_and_the_grace_in_layers_with_their_bounds() {
+        let d = Config::default();
+        assert_eq!(d.header_timeout, DEFAULT_HEADER_TIMEOUT);
+        assert_eq!(d.idle_timeout, DEFAULT_IDLE_TIMEOUT);
+        assert_eq!(d.max_connections, DEFAULT_MAX_CONNECTIONS);
+        assert_eq!(d.shutdown_grace, DEFAULT_SHUTDOWN_GRACE);
+        // The defaults fit systemd's default of 1,024 open files.
+        assert!(DEFAULT_MAX_CONNECTIONS as u64 + RESERVED_FILES <= 1024);
+        let file = Settings::from_toml(
+            "header_timeout_ms = 2000\nidle_timeout_ms = 30000\nmax_connections = 100\nshutdown_grace_ms = 20000\n",
+        )
+        .unwrap();
+        let env = Settings::from_vars(|k| match k {
+            "IDFORGE_MAX_CONNECTIONS" => Some("200".into()),
+            "IDFORGE_SHUTDOWN_GRACE_MS" => Some("3000".into()),
+            _ => None,
+        })
+        .unwrap();
+        let flags = Settings {
+            shutdown_grace_ms: Some(4000),
+            ..Settings::default()
+        };
+        let c = flags.or(env).or(file).finish().unwrap();
+        assert_eq!(c.header_timeout, Duration::from_secs(2));
+        assert_eq!(c.idle_timeout, Duration::from_secs(30));
+        assert_eq!(c.max_connections, 200);
+        assert_eq!(c.shutdown_grace, Duration::from_secs(4));
+        for (s, says) in [
+            (
+                "header_timeout_ms = 0",
+                "--header-timeout-ms (IDFORGE_HEADER_TIMEOUT_MS, header_timeout_ms in the config file) is 0: set from 100",
+            ),
+            ("header_timeout_ms = 99", "is 99: set from 100"),
+            ("header_timeout_ms = 300001", "to 300000"),
+            ("idle_timeout_ms = 0", "--idle-timeout-ms"),
+            ("idle_timeout_ms = 3600001", "to 3600000"),
+            ("max_connections = 0", "--max-connections"),
+            ("max_connections = 1000001", "from 1 to 1000000"),
+            ("shutdown_grace_ms = 0", "--shutdown-grace-ms"),
+            ("shutdown_grace_ms = 86400000", "to 3600000"),
+        ] {
+            let e = Settings::from_toml(s).unwrap().finish().unwrap_err();
+            assert!(e.to_string().contains(says), "{s}: {e}");
+        }
+        let e = Settings::from_vars(|k| (k == "IDFORGE_MAX_CONNECTIONS").then(|| "-1".into()));
+        assert!(e
+            .unwrap_err()
+            .to_string()
+            .contains("IDFORGE_MAX_CONNECTIONS"));
     }
 
     #[test]

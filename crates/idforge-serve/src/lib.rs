@@ -6,6 +6,12 @@
 //! `/metrics`, `/openapi.json`; see docs/SERVICE.md and [`openapi()`], the OpenAPI document
 //! generated from the route code.
 //!
+//! Connections are bounded ([`serve_on`]): a client has [`Config::header_timeout`] (5 s) to send
+//! a request head, a keep-alive connection waits [`Config::idle_timeout`] (75 s) for its next
+//! request, at most [`Config::max_connections`] (512) are open at once, and on SIGTERM the
+//! requests in flight have [`Config::shutdown_grace`] (10 s) to finish before their connections
+//! are closed and their batches stopped.
+//!
 //! ```no_run
 //! # async fn run() -> anyhow::Result<()> {
 //! let config = idforge_serve::Settings::default().finish()?;
@@ -16,6 +22,7 @@
 mod app;
 mod auth;
 mod config;
+mod conn;
 mod errors;
 mod fleet;
 mod ids;
@@ -29,9 +36,13 @@ mod server;
 
 pub use app::App;
 pub use config::{
-    Config, Fleet, Settings, DEFAULT_LEASE_TTL, DEFAULT_LISTEN, DEFAULT_MAX_BATCHES,
-    DEFAULT_MAX_COUNT, DEFAULT_TIMEOUT, ENVIRONMENT, MAX_COUNT_CEILING, MAX_URI_BYTES,
+    Config, Fleet, Settings, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_LEASE_TTL,
+    DEFAULT_LISTEN, DEFAULT_MAX_BATCHES, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_COUNT,
+    DEFAULT_SHUTDOWN_GRACE, DEFAULT_TIMEOUT, ENVIRONMENT, MAX_CONNECTIONS_CEILING,
+    MAX_COUNT_CEILING, MAX_URI_BYTES, RESERVED_FILES,
 };
 pub use openapi::{openapi, openapi_json};
 pub use routes::router;
-pub use server::{run_blocking, serve, serve_on, CannotListen};
+pub use server::{
+    fit_open_files, run_blocking, serve, serve_on, CannotListen, Stopped, TooFewFiles,
+};

@@ -58,6 +58,11 @@ pub fn cmd(state: &Path) -> Command {
         .env_remove("IDFORGE_MAX_COUNT")
         .env_remove("IDFORGE_MAX_BATCHES")
         .env_remove("IDFORGE_CLOCK")
+        .env_remove("IDFORGE_TIMEOUT_MS")
+        .env_remove("IDFORGE_HEADER_TIMEOUT_MS")
+        .env_remove("IDFORGE_IDLE_TIMEOUT_MS")
+        .env_remove("IDFORGE_MAX_CONNECTIONS")
+        .env_remove("IDFORGE_SHUTDOWN_GRACE_MS")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
