@@ -13,8 +13,8 @@ use idforge_serve::Settings;
 pub struct ServeArgs {
     /// A TOML file of settings (keys: listen, schemes, node, host, nodes, layout, in_process,
     /// max_count, timeout_ms, tokens_file, etcd, etcd_cacert, etcd_cert, etcd_key, etcd_user,
-    /// etcd_password_file, namespace_prefix, lease_ttl, clock), below flags and environment
-    /// variables.
+    /// etcd_password_file, namespace_prefix, lease_ttl, clock, log_format), below flags and
+    /// environment variables.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Address to listen on [default: 127.0.0.1:7470]. Beyond loopback, set bearer tokens.
@@ -78,6 +78,12 @@ pub struct ServeArgs {
     /// (the calibrated counter for every scheme, nanots included) or ticker.
     #[arg(long, value_enum)]
     clock: Option<crate::gen::ClockArg>,
+    /// The log on stderr: text (a line per event, for a person) or json (an object per line)
+    /// [default: text]. Both give one line per request (method, route, status, latency, request
+    /// id, scheme and count of ids) and the start and stop messages; IDFORGE_LOG or RUST_LOG
+    /// choose what is logged [default: info].
+    #[arg(long, value_name = "FORMAT", value_parser = ["text", "json"])]
+    log_format: Option<String>,
 }
 
 /// The exit codes of `idforge serve`.
@@ -121,6 +127,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
             clap::ValueEnum::to_possible_value(&c)
                 .map_or_else(String::new, |v| v.get_name().to_string())
         }),
+        log_format: a.log_format,
     };
     // Every failure here is a setting the server cannot use (exit 2), also a file that cannot
     // be read (not exit 5, which is for output).
@@ -132,6 +139,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         flags.or(Settings::from_env()?).or(file).finish()
     };
     let config = settings().map_err(|e| crate::failure::Usage(format!("{e:#}")))?;
+    crate::log::init(config.log_format).map_err(|e| crate::failure::Usage(format!("{e:#}")))?;
     idforge_serve::run_blocking(config)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,7 +1,6 @@
 //! The service's state: the schemes it opened, with their leases, and the limits shared by
 //! every request.
 
-use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
@@ -9,7 +8,9 @@ use axum::http::StatusCode;
 use idforge::schemes::catalog::{Identity, Kind, NAMES};
 use idforge::schemes::open::{OpenOptions, Opened};
 use idforge::StateOptions;
+use prometheus_client::metrics::counter::Counter;
 
+use crate::auth::Tokens;
 use crate::config::{Config, MAX_COUNT_CEILING};
 use crate::errors::{fail, query_words, ApiError};
 use crate::fleet::{Lease, LeaseStatus};
@@ -20,7 +21,8 @@ pub(crate) struct Served {
     pub(crate) gen: Opened,
     /// The node (or host) id it issues with, for the metrics.
     pub(crate) node: Option<u64>,
-    pub(crate) issued: AtomicU64,
+    /// Its ids issued, as exported by `/metrics`.
+    pub(crate) issued: Counter,
     /// Why it can no longer issue (a lost state file), once that happened.
     pub(crate) broken: Mutex<Option<String>>,
     /// Its node id's lease, with `--etcd`.
@@ -45,6 +47,8 @@ pub struct App {
     /// the max count, so concurrent large requests cannot exhaust memory.
     pub(crate) in_flight: Arc<tokio::sync::Semaphore>,
     pub(crate) metrics: Metrics,
+    /// The bearer tokens, as digests.
+    pub(crate) tokens: Tokens,
 }
 
 /// The ids of the large batches in flight are at most this many times `--max-count`; past that a
@@ -95,6 +99,7 @@ impl App {
             .schemes
             .clone()
             .unwrap_or_else(|| NAMES.iter().map(|n| n.to_string()).collect());
+        let mut metrics = Metrics::new();
         let mut schemes = Vec::new();
         let mut left_out = Vec::new();
         for name in &names {
@@ -157,13 +162,16 @@ impl App {
             schemes.push(Served {
                 gen,
                 node,
-                issued: AtomicU64::new(0),
+                issued: metrics.issued(kind.name()),
                 broken: Mutex::new(None),
                 lease,
             });
         }
         if schemes.is_empty() {
             anyhow::bail!("no scheme to serve: name some with --schemes");
+        }
+        if schemes.iter().any(|s| s.lease.is_some()) {
+            metrics.add_leases();
         }
         Ok(Arc::new(App {
             schemes,
@@ -172,8 +180,9 @@ impl App {
             in_flight: Arc::new(tokio::sync::Semaphore::new(
                 (IN_FLIGHT_BATCHES * config.max_count) as usize,
             )),
+            tokens: Tokens::new(&config.tokens),
             config,
-            metrics: Metrics::default(),
+            metrics,
         }))
     }
 

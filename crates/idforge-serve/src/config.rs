@@ -47,7 +47,11 @@ pub const ENVIRONMENT: &str = "Environment (below flags, above the --config file
   IDFORGE_NAMESPACE_PREFIX  prefix of each scheme's etcd namespace (--namespace-prefix)
   IDFORGE_LEASE_TTL    the etcd lease's time to live in seconds (--lease-ttl)
   IDFORGE_CLOCK        auto, precise, counter or ticker: where ids take their time from (--clock)
-  IDFORGE_STATE_DIR    directory of the host-wide state files (default ~/.local/state/idforge)";
+  IDFORGE_STATE_DIR    directory of the host-wide state files (default ~/.local/state/idforge)
+  IDFORGE_LOG_FORMAT   text or json: the format of the log on stderr (--log-format)
+  IDFORGE_LOG          what is logged, as RUST_LOG: a level or target=level directives,
+                       comma separated (default info; idforge_serve::request=off drops the
+                       line per request); over RUST_LOG, which is read when it is unset";
 
 /// The default etcd lease TTL.
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
@@ -105,6 +109,8 @@ pub struct Settings {
     pub lease_ttl: Option<u64>,
     /// Where ids take their time from: `auto`, `precise`, `counter` or `ticker` (as `idforge gen --clock`).
     pub clock: Option<String>,
+    /// The log's format: `text` or `json`.
+    pub log_format: Option<String>,
 }
 
 /// Where node ids are leased: how to reach etcd, the namespaces' prefix and the lease's TTL.
@@ -146,6 +152,19 @@ pub struct Config {
     pub fleet: Option<Fleet>,
     /// Where ids take their time from.
     pub clock: ClockChoice,
+    /// The log's format (the binary sets up the log; the service only emits `tracing` events).
+    pub log_format: LogFormat,
+}
+
+/// The format of the log: the service emits `tracing` events, and the binary that sets up the
+/// subscriber writes them in this format.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LogFormat {
+    /// A line of text per event, for a person.
+    #[default]
+    Text,
+    /// A JSON object per line, for a log collector.
+    Json,
 }
 
 impl Default for Config {
@@ -189,13 +208,14 @@ impl Settings {
             namespace_prefix: self.namespace_prefix.or(lower.namespace_prefix),
             lease_ttl: self.lease_ttl.or(lower.lease_ttl),
             clock: self.clock.or(lower.clock),
+            log_format: self.log_format.or(lower.log_format),
         }
     }
 
     /// The settings of a TOML file (keys as the fields of [`Settings`]: `listen`, `schemes`,
     /// `node`, `host`, `nodes`, `layout`, `in_process`, `max_count`, `timeout_ms`, `tokens_file`, `etcd`,
     /// `etcd_cacert`, `etcd_cert`, `etcd_key`, `etcd_user`, `etcd_password_file`,
-    /// `namespace_prefix`, `lease_ttl`, `clock`).
+    /// `namespace_prefix`, `lease_ttl`, `clock`, `log_format`).
     ///
     /// # Errors
     /// A file that cannot be read, is not TOML, or has an unknown key.
@@ -310,6 +330,7 @@ impl Settings {
             namespace_prefix: get("IDFORGE_NAMESPACE_PREFIX"),
             lease_ttl: num("IDFORGE_LEASE_TTL")?,
             clock: get("IDFORGE_CLOCK"),
+            log_format: get("IDFORGE_LOG_FORMAT"),
         })
     }
 
@@ -377,6 +398,18 @@ impl Settings {
                 "counter" => ClockChoice::Counter,
                 "ticker" => ClockChoice::Ticker,
                 _ => bail!("clock {c:?}: use auto, precise, counter or ticker"),
+            },
+        };
+        let log_format = match self
+            .log_format
+            .as_deref()
+            .map(|f| f.trim().to_ascii_lowercase())
+        {
+            None => LogFormat::Text,
+            Some(f) => match f.as_str() {
+                "text" => LogFormat::Text,
+                "json" => LogFormat::Json,
+                _ => bail!("log format {f:?}: use text or json"),
             },
         };
         let fleet = match self.etcd.as_deref() {
@@ -453,6 +486,7 @@ impl Settings {
             tokens,
             fleet,
             clock,
+            log_format,
         })
     }
 }

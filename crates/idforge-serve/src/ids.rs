@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::app::{App, Served, IN_FLIGHT_BATCHES};
 use crate::errors::{fail, query_words, refusal, ApiError};
+use crate::middleware::Issued;
 use crate::negotiate::{negotiate, params, Body3, Params};
 
 pub(crate) async fn ids(
@@ -111,7 +112,7 @@ pub(crate) async fn ids_inner(
             ));
         }
     };
-    s.issued.fetch_add(count, Ordering::Relaxed);
+    s.issued.inc_by(count);
     let content_type = match body {
         Body3::Json => "application/json",
         Body3::Text => "text/plain; charset=utf-8",
@@ -121,6 +122,8 @@ pub(crate) async fn ids_inner(
     let h = res.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // For the request log.
+    res.extensions_mut().insert(Issued { scheme: i, count });
     Ok(res)
 }
 

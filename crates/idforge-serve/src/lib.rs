@@ -27,8 +27,8 @@ mod server;
 
 pub use app::{App, IN_FLIGHT_BATCHES};
 pub use config::{
-    Config, Fleet, Settings, DEFAULT_LEASE_TTL, DEFAULT_LISTEN, DEFAULT_MAX_COUNT, DEFAULT_TIMEOUT,
-    ENVIRONMENT, MAX_COUNT_CEILING, MAX_URI_BYTES,
+    Config, Fleet, LogFormat, Settings, DEFAULT_LEASE_TTL, DEFAULT_LISTEN, DEFAULT_MAX_COUNT,
+    DEFAULT_TIMEOUT, ENVIRONMENT, MAX_COUNT_CEILING, MAX_URI_BYTES,
 };
 pub use routes::router;
 pub use server::{run_blocking, serve, serve_on, CannotListen};

@@ -4,7 +4,6 @@ use std::sync::Arc;
 
 use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
-use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
@@ -17,13 +16,13 @@ use crate::errors::{error, fail, json_ok, query_words, ApiError};
 use crate::fleet::LeaseStatus;
 use crate::ids::ids;
 use crate::metrics::{LeaseGauges, SchemeGauges};
-use crate::middleware::guard;
+use crate::middleware::layers;
 use crate::negotiate::{params, Params};
 use crate::{json, OPENAPI};
 
 /// The service's routes over `app`, with authentication, limits, metrics and JSON errors.
 pub fn router(app: Arc<App>) -> Router {
-    Router::new()
+    let routes = Router::new()
         .route("/v1/ids/{scheme}", get(ids))
         .route("/v1/inspect/{id}", get(inspect))
         .route("/v1/schemes", get(schemes))
@@ -31,9 +30,8 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics_text))
         .route("/openapi.json", get(openapi))
-        .fallback(not_found)
-        .layer(middleware::from_fn_with_state(app.clone(), guard))
-        .with_state(app)
+        .fallback(not_found);
+    layers(routes, &app).with_state(app)
 }
 
 pub(crate) async fn not_found(req: Request) -> Response {
@@ -162,7 +160,6 @@ pub(crate) async fn metrics_text(State(app): State<Arc<App>>) -> Response {
     });
     let gauges = app.schemes.iter().zip(&leases).map(|(s, l)| SchemeGauges {
         name: s.gen.name(),
-        issued: &s.issued,
         lead: s.gen.lead(),
         node: l.as_ref().map(|l| l.node).or(s.node),
         lease: s.lease.as_ref().map(|_| LeaseGauges {
@@ -175,7 +172,7 @@ pub(crate) async fn metrics_text(State(app): State<Arc<App>>) -> Response {
     (
         [(
             header::CONTENT_TYPE,
-            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+            HeaderValue::from_static(crate::metrics::CONTENT_TYPE),
         )],
         text,
     )

@@ -66,10 +66,10 @@ impl std::error::Error for CannotListen {
 pub async fn serve(config: Config) -> anyhow::Result<()> {
     let listen = config.listen;
     if !listen.ip().is_loopback() && config.tokens.is_empty() {
-        eprintln!("idforge serve: warning: listening on {listen}, beyond this machine, with no bearer tokens: anyone who can reach it can take ids; set --tokens-file or IDFORGE_TOKENS");
+        tracing::warn!("listening on {listen}, beyond this machine, with no bearer tokens: anyone who can reach it can take ids; set --tokens-file or IDFORGE_TOKENS");
     }
     if let Some(w) = config.fleet.as_ref().and_then(|f| f.etcd.warning()) {
-        eprintln!("idforge serve: warning: {w}");
+        tracing::warn!("{w}");
     }
     // Joining a fleet talks to etcd and may wait: off the async workers.
     let app = tokio::task::spawn_blocking(move || App::open(config))
@@ -82,8 +82,8 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             source,
         })?;
     let addr = listener.local_addr()?;
-    eprintln!(
-        "idforge serve: listening on http://{addr}; schemes: {}; auth: {}",
+    tracing::info!(
+        "listening on http://{addr}; schemes: {}; auth: {}",
         app.scheme_names().join(", "),
         if app.config.tokens.is_empty() {
             "none"
@@ -92,13 +92,13 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         }
     );
     if let Some(note) = app.left_out_note() {
-        eprintln!("idforge serve: {note}");
+        tracing::info!("{note}");
     }
     for (scheme, path) in app.state_files() {
-        eprintln!("idforge serve: {scheme}: state file {}", path.display());
+        tracing::info!("{scheme}: state file {}", path.display());
     }
     for (scheme, namespace, node, token) in app.leases() {
-        eprintln!("idforge serve: {scheme}: node {node} leased from etcd namespace {namespace:?} (fencing token {token})");
+        tracing::info!("{scheme}: node {node} leased from etcd namespace {namespace:?} (fencing token {token})");
     }
     let served = serve_on(listener, app.clone(), shutdown_signal()).await;
     let releasing = app.clone();
@@ -106,12 +106,12 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         .await
         .unwrap_or_default();
     for (scheme, e) in failed {
-        eprintln!("idforge serve: {scheme}: could not give the node id back ({e}); its lease expires on its own and the reservation stays as its mark");
+        tracing::warn!("{scheme}: could not give the node id back ({e}); its lease expires on its own and the reservation stays as its mark");
     }
     // The etcd store owns a runtime of its own, which may not be dropped on an async worker.
     let _ = tokio::task::spawn_blocking(move || drop(app)).await;
     served?;
-    eprintln!("idforge serve: stopped");
+    tracing::info!("stopped");
     Ok(())
 }
 
@@ -142,5 +142,5 @@ pub(crate) async fn shutdown_signal() {
         _ = term => {}
         _ = tokio::signal::ctrl_c() => {}
     }
-    eprintln!("idforge serve: shutting down: no new connections, finishing requests in flight");
+    tracing::info!("shutting down: no new connections, finishing requests in flight");
 }

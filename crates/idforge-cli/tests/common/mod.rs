@@ -57,6 +57,9 @@ pub fn cmd(state: &Path) -> Command {
         .env_remove("IDFORGE_TOKENS_FILE")
         .env_remove("IDFORGE_MAX_COUNT")
         .env_remove("IDFORGE_CLOCK")
+        .env_remove("IDFORGE_LOG")
+        .env_remove("IDFORGE_LOG_FORMAT")
+        .env_remove("RUST_LOG")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
