@@ -91,7 +91,8 @@ pub const EXIT_CODES: &str = "Exit status:
   0  stopped by SIGTERM or SIGINT, after the requests in flight
   2  a setting the server cannot use: an unknown scheme or key, a scheme with a node id named
      without one, a layout that does not parse, --max-count over 1000000, an empty token
-     list, a config or tokens file that cannot be read
+     list, a config or tokens file that cannot be read, a log filter (IDFORGE_LOG, RUST_LOG)
+     that does not parse
   4  a state file cannot be used (another user's, damaged, replaced, or for another scheme)
   7  the address cannot be listened on (in use, or not permitted)";
 
