@@ -624,6 +624,25 @@ mod tests {
     }
 
     #[test]
+    fn the_log_format_from_a_flag_the_environment_or_the_file() {
+        assert_eq!(Config::default().log_format, LogFormat::Text);
+        let file = Settings::from_toml("log_format = \"json\"").unwrap();
+        assert_eq!(file.clone().finish().unwrap().log_format, LogFormat::Json);
+        let env =
+            Settings::from_vars(|k| (k == "IDFORGE_LOG_FORMAT").then(|| " Text ".into())).unwrap();
+        assert_eq!(
+            env.or(file.clone()).finish().unwrap().log_format,
+            LogFormat::Text
+        );
+        let flag = Settings {
+            log_format: Some("logfmt".into()),
+            ..Settings::default()
+        };
+        let e = flag.or(file).finish().unwrap_err().to_string();
+        assert!(e.contains("use text or json"), "{e}");
+    }
+
+    #[test]
     fn etcd_from_the_file_and_the_environment() {
         let file = Settings::from_toml(
             "etcd = \"http://a:2379, http://b:2379\"\nnamespace_prefix = \"prod-\"\n",

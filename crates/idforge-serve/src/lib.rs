@@ -5,6 +5,11 @@
 //! Routes: `GET /v1/ids/{scheme}`, `/v1/inspect/{id}`, `/v1/schemes`, `/healthz`, `/readyz`,
 //! `/metrics`, `/openapi.json`; see docs/SERVICE.md and [`OPENAPI`].
 //!
+//! The service logs through `tracing` events and sets up no subscriber: the program that runs it
+//! does (the `idforge` command writes them as text or JSON lines, [`LogFormat`]). Its start and
+//! stop messages have the target `idforge_serve::server`, the line per request (method, route,
+//! status, latency, request id, scheme and count) `idforge_serve::request`.
+//!
 //! ```no_run
 //! # async fn run() -> anyhow::Result<()> {
 //! let config = idforge_serve::Settings::default().finish()?;
