@@ -140,7 +140,9 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         flags.or(Settings::from_env()?).or(file).finish()
     };
     let config = settings().map_err(|e| crate::failure::Usage(format!("{e:#}")))?;
-    crate::log::init(config.log_format).map_err(|e| crate::failure::Usage(format!("{e:#}")))?;
+    // Held to the end: dropping it writes the log's last lines.
+    let _log =
+        crate::log::init(config.log_format).map_err(|e| crate::failure::Usage(format!("{e:#}")))?;
     idforge_serve::run_blocking(config)?;
     Ok(ExitCode::SUCCESS)
 }

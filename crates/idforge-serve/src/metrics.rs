@@ -269,10 +269,16 @@ impl Metrics {
                 scheme: g.name.to_string(),
             };
             self.lead.get_or_create(&label).set(g.lead.as_secs_f64());
-            if let Some(n) = g.node {
-                self.node
-                    .get_or_create(&label)
-                    .set(i64::try_from(n).unwrap_or(i64::MAX));
+            match g.node {
+                Some(n) => {
+                    self.node
+                        .get_or_create(&label)
+                        .set(i64::try_from(n).unwrap_or(i64::MAX));
+                }
+                // No stale node id: the series goes, as it did from the hand-written text.
+                None => {
+                    self.node.remove(&label);
+                }
             }
             if let (Some(l), Some(f)) = (g.lease, &self.lease) {
                 f.held.get_or_create(&label).set(i64::from(l.held));
