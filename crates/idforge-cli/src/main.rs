@@ -10,6 +10,7 @@ mod failure;
 mod fleet;
 mod gen;
 mod inspect;
+mod log;
 mod output;
 mod schemes;
 mod serve;

@@ -14,8 +14,8 @@ pub struct ServeArgs {
     /// A TOML file of settings (keys: listen, schemes, node, host, nodes, layout, in_process,
     /// max_count, max_batches, timeout_ms, header_timeout_ms, idle_timeout_ms, max_connections,
     /// shutdown_grace_ms, tokens_file, etcd, etcd_cacert, etcd_cert, etcd_key, etcd_user,
-    /// etcd_password_file, namespace_prefix, lease_ttl, clock), below flags and environment
-    /// variables.
+    /// etcd_password_file, namespace_prefix, lease_ttl, clock, log_format), below flags and
+    /// environment variables.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Address to listen on [default: 127.0.0.1:7470]. Beyond loopback, set bearer tokens.
@@ -106,6 +106,12 @@ pub struct ServeArgs {
     /// (the calibrated counter for every scheme, nanots included) or ticker.
     #[arg(long, value_enum)]
     clock: Option<crate::gen::ClockArg>,
+    /// The log on stderr: text (a line per event, for a person) or json (an object per line)
+    /// [default: text]. Both give one line per request (method, route, status, latency, request
+    /// id, scheme and count of ids) and the start and stop messages; IDFORGE_LOG or RUST_LOG
+    /// choose what is logged [default: info].
+    #[arg(long, value_name = "FORMAT", value_parser = ["text", "json"])]
+    log_format: Option<String>,
 }
 
 /// The exit codes of `idforge serve`.
@@ -115,7 +121,8 @@ pub const EXIT_CODES: &str = "Exit status:
   2  a setting the server cannot use: an unknown scheme or key, a scheme with a node id named
      without one, a layout that does not parse, --max-count over 1000000, a timeout, grace or
      --max-connections of 0 or out of range, --max-connections over the open-file limit, an
-     empty token list, a config or tokens file that cannot be read
+     empty token list, a config or tokens file that cannot be read, a log filter (IDFORGE_LOG,
+     RUST_LOG) that does not parse
   4  a state file cannot be used (another user's, damaged, replaced, or for another scheme)
   7  the address cannot be listened on (in use, or not permitted)";
 
@@ -156,6 +163,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
             clap::ValueEnum::to_possible_value(&c)
                 .map_or_else(String::new, |v| v.get_name().to_string())
         }),
+        log_format: a.log_format,
     };
     // Every failure here is a setting the server cannot use (exit 2), also a file that cannot
     // be read (not exit 5, which is for output).
@@ -167,6 +175,9 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         flags.or(Settings::from_env()?).or(file).finish()
     };
     let config = settings().map_err(|e| crate::failure::Usage(format!("{e:#}")))?;
+    // Held to the end: dropping it writes the log's last lines.
+    let _log =
+        crate::log::init(config.log_format).map_err(|e| crate::failure::Usage(format!("{e:#}")))?;
     // An open-file limit too low for --max-connections is a setting the server cannot use.
     idforge_serve::run_blocking(config).map_err(|e| {
         match e.downcast::<idforge_serve::TooFewFiles>() {

@@ -127,6 +127,60 @@ fn tokens_from_a_file_and_a_warning_beyond_loopback() {
     );
 }
 
+#[test]
+fn the_json_log_has_a_line_per_request_with_its_id_and_no_secret() {
+    let d = TempDir::new("jsonlog");
+    let mut c = cmd(&d.0);
+    c.args(["--listen", "127.0.0.1:0", "--schemes", "uuid7"])
+        .env("IDFORGE_LOG_FORMAT", "json")
+        .env("IDFORGE_TOKENS", "tok-789");
+    let p = spawn(c);
+    let r = get(
+        p.addr,
+        "/v1/ids/uuid7?count=2&secret=hunter2",
+        &[
+            ("Authorization", "Bearer tok-789"),
+            ("X-Request-Id", "req-42"),
+        ],
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(r.header("x-request-id"), Some("req-42"));
+    let r = get(
+        p.addr,
+        "/v1/ids/uuid7?count=2",
+        &[("Authorization", "Bearer tok-789")],
+    );
+    assert_eq!(r.ids().len(), 2);
+    let made = r.header("x-request-id").unwrap().to_string();
+    std::thread::sleep(Duration::from_millis(100));
+    let log = p.stderr.lock().unwrap().clone();
+    assert!(
+        !log.contains("tok-789") && !log.contains("hunter2"),
+        "{log}"
+    );
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert!(lines[0]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("listening on http://"));
+    let requests: Vec<&serde_json::Value> =
+        lines.iter().filter(|l| l["message"] == "request").collect();
+    assert_eq!(requests.len(), 2, "{log}");
+    for (l, status, id) in [
+        (requests[0], 400, "req-42"),
+        (requests[1], 200, made.as_str()),
+    ] {
+        assert_eq!(l["route"], "/v1/ids/{scheme}", "{l}");
+        assert_eq!(l["status"], status, "{l}");
+        assert_eq!(l["request_id"], id, "{l}");
+    }
+    assert_eq!(requests[1]["scheme"], "uuid7");
+    assert_eq!(requests[1]["count"], 2);
+}
+
 /// Clients fetching snowflake ids in batches until told to stop; the ids fully received.
 fn load(addr: SocketAddr, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<u64>> {
     std::thread::spawn(move || {

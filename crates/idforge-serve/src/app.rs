@@ -1,7 +1,6 @@
 //! The service's state: the schemes it opened, with their leases, and the limits shared by
 //! every request.
 
-use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
@@ -9,7 +8,9 @@ use axum::http::StatusCode;
 use idforge::schemes::catalog::{Identity, Kind, NAMES};
 use idforge::schemes::open::{OpenOptions, Opened};
 use idforge::StateOptions;
+use prometheus_client::metrics::counter::Counter;
 
+use crate::auth::Tokens;
 use crate::config::{Config, MAX_COUNT_CEILING};
 use crate::errors::{fail, query_words, ApiError};
 use crate::fleet::{Lease, LeaseStatus};
@@ -20,7 +21,8 @@ pub(crate) struct Served {
     pub(crate) gen: Opened,
     /// The node (or host) id it issues with, for the metrics.
     pub(crate) node: Option<u64>,
-    pub(crate) issued: AtomicU64,
+    /// Its ids issued, as exported by `/metrics`.
+    pub(crate) issued: Counter,
     /// The most ids it can issue a second (its counter's ids per tick), where it has a
     /// sequencer: a batch that needs longer than the timeout is refused before it starts.
     pub(crate) ids_per_second: Option<f64>,
@@ -47,6 +49,8 @@ pub struct App {
     /// The large (streamed) batches in flight: at most `config.max_batches`.
     pub(crate) batches: Arc<tokio::sync::Semaphore>,
     pub(crate) metrics: Metrics,
+    /// The bearer tokens, as digests.
+    pub(crate) tokens: Tokens,
 }
 
 impl App {
@@ -93,6 +97,7 @@ impl App {
             .schemes
             .clone()
             .unwrap_or_else(|| NAMES.iter().map(|n| n.to_string()).collect());
+        let mut metrics = Metrics::new();
         let mut schemes = Vec::new();
         let mut left_out = Vec::new();
         for name in &names {
@@ -160,7 +165,7 @@ impl App {
             schemes.push(Served {
                 gen,
                 node,
-                issued: AtomicU64::new(0),
+                issued: metrics.issued(kind.name()),
                 ids_per_second,
                 broken: Mutex::new(None),
                 lease,
@@ -169,13 +174,17 @@ impl App {
         if schemes.is_empty() {
             anyhow::bail!("no scheme to serve: name some with --schemes");
         }
+        if schemes.iter().any(|s| s.lease.is_some()) {
+            metrics.add_leases();
+        }
         Ok(Arc::new(App {
             schemes,
             left_out,
             custom,
             batches: Arc::new(tokio::sync::Semaphore::new(config.max_batches)),
+            tokens: Tokens::new(&config.tokens),
             config,
-            metrics: Metrics::default(),
+            metrics,
         }))
     }
 

@@ -85,7 +85,11 @@ pub const ENVIRONMENT: &str = "Environment (below flags, above the --config file
   IDFORGE_NAMESPACE_PREFIX  prefix of each scheme's etcd namespace (--namespace-prefix)
   IDFORGE_LEASE_TTL    the etcd lease's time to live in seconds (--lease-ttl)
   IDFORGE_CLOCK        auto, precise, counter or ticker: where ids take their time from (--clock)
-  IDFORGE_STATE_DIR    directory of the host-wide state files (default ~/.local/state/idforge)";
+  IDFORGE_STATE_DIR    directory of the host-wide state files (default ~/.local/state/idforge)
+  IDFORGE_LOG_FORMAT   text or json: the format of the log on stderr (--log-format)
+  IDFORGE_LOG          what is logged, as RUST_LOG: a level or target=level directives,
+                       comma separated (default info; idforge_serve::request=off drops the
+                       line per request); over RUST_LOG, which is read when it is unset";
 
 /// The text of the tokens file, refused if someone other than its owner (this user or root)
 /// could add a token to it, or anyone at all could read it.
@@ -194,6 +198,8 @@ pub struct Settings {
     pub lease_ttl: Option<u64>,
     /// Where ids take their time from: `auto`, `precise`, `counter` or `ticker` (as `idforge gen --clock`).
     pub clock: Option<String>,
+    /// The log's format: `text` or `json`.
+    pub log_format: Option<String>,
 }
 
 /// Where node ids are leased: how to reach etcd, the namespaces' prefix and the lease's TTL.
@@ -250,6 +256,19 @@ pub struct Config {
     pub fleet: Option<Fleet>,
     /// Where ids take their time from.
     pub clock: ClockChoice,
+    /// The log's format (the binary sets up the log; the service only emits `tracing` events).
+    pub log_format: LogFormat,
+}
+
+/// The format of the log: the service emits `tracing` events, and the binary that sets up the
+/// subscriber writes them in this format.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LogFormat {
+    /// A line of text per event, for a person.
+    #[default]
+    Text,
+    /// A JSON object per line, for a log collector.
+    Json,
 }
 
 impl Default for Config {
@@ -298,6 +317,7 @@ impl Settings {
             namespace_prefix: self.namespace_prefix.or(lower.namespace_prefix),
             lease_ttl: self.lease_ttl.or(lower.lease_ttl),
             clock: self.clock.or(lower.clock),
+            log_format: self.log_format.or(lower.log_format),
         }
     }
 
@@ -306,7 +326,7 @@ impl Settings {
     /// `header_timeout_ms`, `idle_timeout_ms`, `max_connections`, `shutdown_grace_ms`,
     /// `tokens_file`, `etcd`,
     /// `etcd_cacert`, `etcd_cert`, `etcd_key`, `etcd_user`, `etcd_password_file`,
-    /// `namespace_prefix`, `lease_ttl`, `clock`).
+    /// `namespace_prefix`, `lease_ttl`, `clock`, `log_format`).
     ///
     /// # Errors
     /// A file that cannot be read, is not TOML, or has an unknown key.
@@ -431,6 +451,7 @@ impl Settings {
             namespace_prefix: get("IDFORGE_NAMESPACE_PREFIX"),
             lease_ttl: num("IDFORGE_LEASE_TTL")?,
             clock: get("IDFORGE_CLOCK"),
+            log_format: get("IDFORGE_LOG_FORMAT"),
         })
     }
 
@@ -525,6 +546,18 @@ impl Settings {
                 _ => bail!("clock {c:?}: use auto, precise, counter or ticker"),
             },
         };
+        let log_format = match self
+            .log_format
+            .as_deref()
+            .map(|f| f.trim().to_ascii_lowercase())
+        {
+            None => LogFormat::Text,
+            Some(f) => match f.as_str() {
+                "text" => LogFormat::Text,
+                "json" => LogFormat::Json,
+                _ => bail!("log format {f:?}: use text or json"),
+            },
+        };
         let fleet = match self.etcd.as_deref() {
             None => {
                 let access = self.etcd_cacert.is_some()
@@ -604,6 +637,7 @@ impl Settings {
             tokens,
             fleet,
             clock,
+            log_format,
         })
     }
 }
@@ -813,6 +847,25 @@ mod tests {
         assert!(e.contains("auto, precise, counter or ticker"), "{e}");
         let counter = Settings::from_toml("clock = \"counter\"").unwrap();
         assert_eq!(counter.finish().unwrap().clock, ClockChoice::Counter);
+    }
+
+    #[test]
+    fn the_log_format_from_a_flag_the_environment_or_the_file() {
+        assert_eq!(Config::default().log_format, LogFormat::Text);
+        let file = Settings::from_toml("log_format = \"json\"").unwrap();
+        assert_eq!(file.clone().finish().unwrap().log_format, LogFormat::Json);
+        let env =
+            Settings::from_vars(|k| (k == "IDFORGE_LOG_FORMAT").then(|| " Text ".into())).unwrap();
+        assert_eq!(
+            env.or(file.clone()).finish().unwrap().log_format,
+            LogFormat::Text
+        );
+        let flag = Settings {
+            log_format: Some("logfmt".into()),
+            ..Settings::default()
+        };
+        let e = flag.or(file).finish().unwrap_err().to_string();
+        assert!(e.contains("use text or json"), "{e}");
     }
 
     #[test]

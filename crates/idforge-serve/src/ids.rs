@@ -2,7 +2,6 @@
 //! streamed from the blocking pool with bounded memory, stopped when their request is gone.
 
 use std::future::Future;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::Poll;
 
@@ -16,6 +15,7 @@ use idforge::text::Format;
 
 use crate::app::{App, Served};
 use crate::errors::{fail, query_words, refusal, ApiError};
+use crate::middleware::Issued;
 use crate::negotiate::{negotiate, params, Body3, Params};
 
 #[utoipa::path(
@@ -103,8 +103,8 @@ pub(crate) async fn ids_inner(
         return Err(refused_message(s, &e));
     }
     w.close(&mut out);
-    s.issued.fetch_add(count, Ordering::Relaxed);
-    Ok(response(body, Body::from(out), None))
+    s.issued.inc_by(count);
+    Ok(response(body, Body::from(out), None, i, count))
 }
 
 /// The answer to a generator's refusal; a state file lost marks the scheme broken (unready).
@@ -119,7 +119,7 @@ fn refused_message(s: &Served, e: &idforge::Error) -> ApiError {
 }
 
 /// A 200 with `body` as the ids of `kind`.
-fn response(kind: Body3, body: Body, length: Option<u64>) -> Response {
+fn response(kind: Body3, body: Body, length: Option<u64>, scheme: usize, count: u64) -> Response {
     let content_type = match kind {
         Body3::Json => "application/json",
         Body3::Text => "text/plain; charset=utf-8",
@@ -132,6 +132,8 @@ fn response(kind: Body3, body: Body, length: Option<u64>) -> Response {
     if let Some(n) = length {
         h.insert(header::CONTENT_LENGTH, HeaderValue::from(n));
     }
+    // For the request log.
+    res.extensions_mut().insert(Issued { scheme, count });
     res
 }
 
@@ -230,7 +232,7 @@ async fn stream(
                     let _ = tx.blocking_send(Err(e));
                     return;
                 }
-                s.issued.fetch_add(c, Ordering::Relaxed);
+                s.issued.inc_by(c);
                 made += c;
             }
             left -= k;
@@ -275,7 +277,7 @@ async fn stream(
         }
     });
     let length = (body == Body3::Octets).then(|| count * per_id(s, body, format) as u64);
-    Ok(response(body, Body::from_stream(frames), length))
+    Ok(response(body, Body::from_stream(frames), length, i, count))
 }
 
 /// Bytes per id in a body (an upper bound for text).

@@ -12,6 +12,11 @@
 //! requests in flight have [`Config::shutdown_grace`] (10 s) to finish before their connections
 //! are closed and their batches stopped.
 //!
+//! The service logs through `tracing` events and sets up no subscriber: the program that runs it
+//! does (the `idforge` command writes them as text or JSON lines, [`LogFormat`]). Its start and
+//! stop messages have the target `idforge_serve::server`, the line per request (method, route,
+//! status, latency, request id, scheme and count) `idforge_serve::request`.
+//!
 //! ```no_run
 //! # async fn run() -> anyhow::Result<()> {
 //! let config = idforge_serve::Settings::default().finish()?;
@@ -36,10 +41,10 @@ mod server;
 
 pub use app::App;
 pub use config::{
-    Config, Fleet, Settings, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_LEASE_TTL,
-    DEFAULT_LISTEN, DEFAULT_MAX_BATCHES, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_COUNT,
-    DEFAULT_SHUTDOWN_GRACE, DEFAULT_TIMEOUT, ENVIRONMENT, MAX_CONNECTIONS_CEILING,
-    MAX_COUNT_CEILING, MAX_URI_BYTES, RESERVED_FILES,
+    Config, Fleet, LogFormat, Settings, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_LEASE_TTL, DEFAULT_LISTEN, DEFAULT_MAX_BATCHES, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_COUNT, DEFAULT_SHUTDOWN_GRACE, DEFAULT_TIMEOUT, ENVIRONMENT,
+    MAX_CONNECTIONS_CEILING, MAX_COUNT_CEILING, MAX_URI_BYTES, RESERVED_FILES,
 };
 pub use openapi::{openapi, openapi_json};
 pub use routes::router;

@@ -1,30 +1,143 @@
-//! What every request passes through: limits, authentication, the timeout, panics caught,
-//! JSON errors and the metrics.
+//! What every request passes through: a request id (tower-http's `SetRequestId` and
+//! `PropagateRequestId`, made with idforge's own uuid7), limits, authentication, the timeout,
+//! panics caught (tower-http's `CatchPanic`, answered with a JSON 500), non-JSON errors made
+//! JSON, the metrics and one log line per request.
 
-use std::future::Future;
+use std::any::Any;
 use std::sync::Arc;
 use std::time::Instant;
 
+use axum::body::Body;
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
-use axum::middleware::Next;
+use axum::http::{header, HeaderName, HeaderValue, StatusCode};
+use axum::middleware::{from_fn_with_state, Next};
 use axum::response::{IntoResponse, Response};
+use axum::Router;
+use tower::ServiceBuilder;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::request_id::{
+    MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer,
+};
 
 use crate::app::App;
 use crate::auth::authorize;
 use crate::config::MAX_URI_BYTES;
 use crate::errors::{error, json_errors};
 
-/// Every request passes here: the URL length, the bearer token, the timeout, a panic caught,
-/// non-JSON errors made JSON, and the metrics.
+/// The header of the request id.
+pub(crate) const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// The longest request id kept from a client.
+pub(crate) const MAX_REQUEST_ID: usize = 128;
+
+/// The target of the request log's events (`IDFORGE_LOG=idforge_serve::request=off` silences
+/// it).
+pub(crate) const REQUEST_LOG: &str = "idforge_serve::request";
+
+/// What the ids route issued, left on its response for the request log.
+#[derive(Clone, Copy)]
+pub(crate) struct Issued {
+    /// The scheme's index in [`App::schemes`].
+    pub(crate) scheme: usize,
+    pub(crate) count: u64,
+}
+
+/// `routes` with every layer a request passes: the request id outermost, then [`guard`], then
+/// panics caught around the handler.
+pub(crate) fn layers(routes: Router<Arc<App>>, app: &Arc<App>) -> Router<Arc<App>> {
+    // One `Router::layer` of a stack: each layer given to the router separately would box the
+    // service and its future once more per request.
+    routes.layer(
+        ServiceBuilder::new()
+            .map_request(drop_unfit_request_id)
+            .layer(SetRequestIdLayer::new(REQUEST_ID, Uuid7Ids))
+            .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+            .layer(from_fn_with_state(app.clone(), guard))
+            .layer(CatchPanicLayer::custom(panicked)),
+    )
+}
+
+/// Whether a client's request id is kept: 1 to [`MAX_REQUEST_ID`] characters among letters,
+/// digits and `-_.:/+=@` (a UUID, a ULID, a trace id), nothing a log line could be forged with.
+pub(crate) fn fit_request_id(v: &[u8]) -> bool {
+    (1..=MAX_REQUEST_ID).contains(&v.len())
+        && v.iter()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.:/+=@".contains(b))
+}
+
+/// A request id that is not fit to keep is dropped, so that one is made instead.
+fn drop_unfit_request_id(mut req: Request) -> Request {
+    let headers = req.headers_mut();
+    let fit = {
+        let mut given = headers.get_all(&REQUEST_ID).iter();
+        match (given.next(), given.next()) {
+            (None, _) => true,
+            (Some(v), None) => fit_request_id(v.as_bytes()),
+            // Two ids: keep neither.
+            (Some(_), Some(_)) => false,
+        }
+    };
+    if !fit {
+        headers.remove(&REQUEST_ID);
+    }
+    req
+}
+
+/// Makes request ids: uuid7, from idforge's in-process generator.
+#[derive(Clone, Copy)]
+pub(crate) struct Uuid7Ids;
+
+impl MakeRequestId for Uuid7Ids {
+    fn make_request_id<B>(&mut self, _: &axum::http::Request<B>) -> Option<RequestId> {
+        let id = idforge::uuid7().ok()?;
+        let text = idforge::text::encode(id, 128, idforge::text::Format::Uuid);
+        HeaderValue::from_str(text.as_str())
+            .ok()
+            .map(RequestId::new)
+    }
+}
+
+/// The answer to a handler that panicked: a JSON 500 (the connection stays), and an error in the
+/// log.
+fn panicked(err: Box<dyn Any + Send + 'static>) -> Response<Body> {
+    let what = err
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| err.downcast_ref::<&str>().copied())
+        .unwrap_or("a panic without a message");
+    tracing::error!(
+        panic = what,
+        "a request handler panicked (a bug: please report it)"
+    );
+    error(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal error: the request handler panicked (a bug: please report it)",
+    )
+}
+
+/// Every request passes here: the URL length, the bearer token, the timeout, non-JSON errors
+/// made JSON, the metrics and the request log.
 pub(crate) async fn guard(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
     let start = Instant::now();
     let route = req.extensions().get::<MatchedPath>().cloned();
+    let method = req.method().clone();
+    let id = req.extensions().get::<RequestId>().cloned();
     let res = guarded(&app, req, next).await;
-    app.metrics.record(
-        route.as_ref().map_or("unmatched", |m| m.as_str()),
-        res.status().as_u16(),
-        start.elapsed(),
+    let took = start.elapsed();
+    let route = route.as_ref().map_or("unmatched", |m| m.as_str());
+    let status = res.status().as_u16();
+    app.metrics.record(route, status, took);
+    let issued = res.extensions().get::<Issued>().copied();
+    tracing::info!(
+        target: REQUEST_LOG,
+        method = %method,
+        route = %route,
+        status,
+        latency_ms = took.as_micros() as f64 / 1000.0,
+        request_id = id.as_ref().and_then(|i| i.header_value().to_str().ok()).map(tracing::field::display),
+        scheme = issued.and_then(|i| Some(tracing::field::display(app.schemes.get(i.scheme)?.gen.name()))),
+        count = issued.map(|i| i.count),
+        "request"
     );
     res
 }
@@ -37,8 +150,8 @@ pub(crate) async fn guarded(app: &Arc<App>, req: Request, next: Next) -> Respons
             &format!("the request target is {uri_len} bytes; the limit is {MAX_URI_BYTES}"),
         );
     }
-    if !app.config.tokens.is_empty() && req.uri().path() != "/healthz" {
-        if let Err(e) = authorize(&app.config.tokens, req.headers()) {
+    if !app.tokens.is_empty() && req.uri().path() != "/healthz" {
+        if let Err(e) = authorize(&app.tokens, req.headers()) {
             return e.into_response();
         }
     }
@@ -53,17 +166,10 @@ pub(crate) async fn guarded(app: &Arc<App>, req: Request, next: Next) -> Respons
             .insert(header::ALLOW, HeaderValue::from_static("GET"));
         return r;
     }
-    // A panic is caught here, so it is a 500 and not a dropped connection; on the timeout the
-    // handler is dropped.
-    let handler = CatchPanic(Box::pin(next.run(req)));
-    let res = match tokio::time::timeout(app.config.timeout, handler).await {
-        Ok(Ok(res)) => res,
-        Ok(Err(())) => {
-            return error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal error: the request handler panicked (a bug: please report it)",
-            )
-        }
+    // On the timeout the handler is dropped (tower-http's `TimeoutLayer` answers with an empty
+    // body: this answer says what to do). A panic is caught inside, by `CatchPanic`.
+    let res = match tokio::time::timeout(app.config.timeout, next.run(req)).await {
+        Ok(res) => res,
         Err(_) => {
             return error(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -77,31 +183,11 @@ pub(crate) async fn guarded(app: &Arc<App>, req: Request, next: Next) -> Respons
     json_errors(res).await
 }
 
-/// A future whose panic is caught and answered as `Err(())` (the handler is then dropped).
-pub(crate) struct CatchPanic<F>(std::pin::Pin<Box<F>>);
-
-impl<F: Future> Future for CatchPanic<F> {
-    type Output = Result<F::Output, ()>;
-
-    fn poll(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Self::Output> {
-        let fut = self.0.as_mut();
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fut.poll(cx))) {
-            Ok(std::task::Poll::Ready(v)) => std::task::Poll::Ready(Ok(v)),
-            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
-            Err(_) => std::task::Poll::Ready(Err(())),
-        }
-    }
-}
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::Config;
-    use axum::middleware;
     use axum::routing::get;
-    use axum::Router;
 
     #[test]
     fn a_panicking_handler_is_a_json_500_not_a_dropped_connection() {
@@ -112,18 +198,16 @@ mod tests {
             ..Config::default()
         })
         .unwrap();
-        let boom = Router::new()
-            .route(
-                "/boom",
-                get(|| async {
-                    if std::hint::black_box(true) {
-                        panic!("a bug in a handler");
-                    }
-                    "unreachable"
-                }),
-            )
-            .layer(middleware::from_fn_with_state(app.clone(), guard))
-            .with_state(app.clone());
+        let boom = Router::new().route(
+            "/boom",
+            get(|| async {
+                if std::hint::black_box(true) {
+                    panic!("a bug in a handler");
+                }
+                "unreachable"
+            }),
+        );
+        let boom = layers(boom, &app).with_state(app.clone());
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()

@@ -4,7 +4,6 @@ use std::sync::Arc;
 
 use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
-use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use idforge::inspect::inspect_as;
@@ -18,7 +17,7 @@ use crate::app::{App, Served};
 use crate::errors::{error, fail, json_ok, query_words, ApiError};
 use crate::fleet::LeaseStatus;
 use crate::metrics::{LeaseGauges, SchemeGauges};
-use crate::middleware::guard;
+use crate::middleware::layers;
 use crate::negotiate::{params, Params};
 use crate::openapi::{
     ApiDoc, BadRequest, Decoded, Forbidden, HeadersTooLarge, InspectPath, InspectQuery,
@@ -44,10 +43,7 @@ pub(crate) fn api() -> OpenApiRouter<Arc<App>> {
 /// The service's routes over `app`, with authentication, limits, metrics and JSON errors.
 pub fn router(app: Arc<App>) -> Router {
     let (routes, _) = api().split_for_parts();
-    routes
-        .fallback(not_found)
-        .layer(middleware::from_fn_with_state(app.clone(), guard))
-        .with_state(app)
+    layers(routes.fallback(not_found), &app).with_state(app)
 }
 
 pub(crate) async fn not_found(req: Request) -> Response {
@@ -245,7 +241,6 @@ pub(crate) async fn metrics_text(State(app): State<Arc<App>>) -> Response {
     });
     let gauges = app.schemes.iter().zip(&leases).map(|(s, l)| SchemeGauges {
         name: s.gen.name(),
-        issued: &s.issued,
         lead: s.gen.lead(),
         node: l.as_ref().map(|l| l.node).or(s.node),
         lease: s.lease.as_ref().map(|_| LeaseGauges {
@@ -258,7 +253,7 @@ pub(crate) async fn metrics_text(State(app): State<Arc<App>>) -> Response {
     (
         [(
             header::CONTENT_TYPE,
-            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+            HeaderValue::from_static(crate::metrics::CONTENT_TYPE),
         )],
         text,
     )

@@ -113,7 +113,7 @@ pub async fn serve_on(
                 // Out of open files (EMFILE, ENFILE) or memory: wait for some to be freed.
                 Err(e) => {
                     if accept_said.due(Duration::from_secs(10)) {
-                        eprintln!("idforge serve: warning: cannot accept a connection ({e}); retrying every 100 ms");
+                        tracing::warn!("cannot accept a connection ({e}); retrying every 100 ms");
                     }
                     tokio::select! {
                         _ = tokio::time::sleep(Duration::from_millis(100)) => continue,
@@ -132,7 +132,7 @@ pub async fn serve_on(
             Ok(slot) => slot,
             Err(_) => {
                 if full_said.due(Duration::from_secs(60)) {
-                    eprintln!("idforge serve: warning: {max} connections open (--max-connections): new ones wait in the listen backlog; those waiting over {} s for a request are closed to make room", SHED_AFTER.as_secs());
+                    tracing::warn!("{max} connections open (--max-connections): new ones wait in the listen backlog; those waiting over {} s for a request are closed to make room", SHED_AFTER.as_secs());
                 }
                 loop {
                     shed.notify_waiters();
@@ -328,15 +328,15 @@ impl std::error::Error for CannotListen {
 /// that cannot be bound ([`CannotListen`]).
 pub async fn serve(config: Config) -> anyhow::Result<()> {
     if let Some(note) = fit_open_files(config.max_connections)? {
-        eprintln!("idforge serve: {note}");
+        tracing::info!("{note}");
     }
     let listen = config.listen;
     let grace = config.shutdown_grace;
     if !listen.ip().is_loopback() && config.tokens.is_empty() {
-        eprintln!("idforge serve: warning: listening on {listen}, beyond this machine, with no bearer tokens: anyone who can reach it can take ids; set --tokens-file or IDFORGE_TOKENS");
+        tracing::warn!("listening on {listen}, beyond this machine, with no bearer tokens: anyone who can reach it can take ids; set --tokens-file or IDFORGE_TOKENS");
     }
     if let Some(w) = config.fleet.as_ref().and_then(|f| f.etcd.warning()) {
-        eprintln!("idforge serve: warning: {w}");
+        tracing::warn!("{w}");
     }
     // Joining a fleet talks to etcd and may wait: off the async workers.
     let app = tokio::task::spawn_blocking(move || App::open(config))
@@ -349,8 +349,8 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             source,
         })?;
     let addr = listener.local_addr()?;
-    eprintln!(
-        "idforge serve: listening on http://{addr}; schemes: {}; auth: {}",
+    tracing::info!(
+        "listening on http://{addr}; schemes: {}; auth: {}",
         app.scheme_names().join(", "),
         if app.config.tokens.is_empty() {
             "none"
@@ -359,13 +359,13 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         }
     );
     if let Some(note) = app.left_out_note() {
-        eprintln!("idforge serve: {note}");
+        tracing::info!("{note}");
     }
     for (scheme, path) in app.state_files() {
-        eprintln!("idforge serve: {scheme}: state file {}", path.display());
+        tracing::info!("{scheme}: state file {}", path.display());
     }
     for (scheme, namespace, node, token) in app.leases() {
-        eprintln!("idforge serve: {scheme}: node {node} leased from etcd namespace {namespace:?} (fencing token {token})");
+        tracing::info!("{scheme}: node {node} leased from etcd namespace {namespace:?} (fencing token {token})");
     }
     let served = serve_on(listener, app.clone(), shutdown_signal(grace)).await;
     let releasing = app.clone();
@@ -373,12 +373,12 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         .await
         .unwrap_or_default();
     for (scheme, e) in failed {
-        eprintln!("idforge serve: {scheme}: could not give the node id back ({e}); its lease expires on its own and the reservation stays as its mark");
+        tracing::warn!("{scheme}: could not give the node id back ({e}); its lease expires on its own and the reservation stays as its mark");
     }
     // The etcd store owns a runtime of its own, which may not be dropped on an async worker.
     let _ = tokio::task::spawn_blocking(move || drop(app)).await;
     let stopped = served?;
-    eprintln!("idforge serve: {}", stopped.summary());
+    tracing::info!("{}", stopped.summary());
     Ok(())
 }
 
@@ -417,8 +417,8 @@ pub(crate) async fn shutdown_signal(grace: Duration) {
         _ = term => {}
         _ = tokio::signal::ctrl_c() => {}
     }
-    eprintln!(
-        "idforge serve: shutting down: no new connections, finishing the requests in flight for at most {} ms (--shutdown-grace-ms)",
+    tracing::info!(
+        "shutting down: no new connections, finishing the requests in flight for at most {} ms (--shutdown-grace-ms)",
         grace.as_millis()
     );
 }

@@ -934,3 +934,89 @@ fn hypers_own_431_and_414_are_documented_as_they_are() {
     assert_eq!(r.status, 414);
     assert!(r.error().contains("2048"));
 }
+
+#[test]
+fn request_ids_are_kept_when_fit_and_made_otherwise() {
+    let s = start(config(&["uuid7"]));
+    let id = |r: &common::Res| r.header("x-request-id").map(str::to_string);
+    // A client's id is sent back, on answers and errors alike.
+    for path in ["/v1/ids/uuid7", "/nope", "/v1/ids/uuid7?count=0"] {
+        let r = get(s.addr, path, &[("X-Request-Id", "abc-DEF_1.2:3/4+5=6@x")]);
+        assert_eq!(id(&r).as_deref(), Some("abc-DEF_1.2:3/4+5=6@x"), "{path}");
+    }
+    let long = format!("/v1/ids/uuid7?x={}", "a".repeat(3000));
+    let r = get(s.addr, &long, &[("X-Request-Id", "kept-on-414")]);
+    assert_eq!((r.status, id(&r).as_deref()), (414, Some("kept-on-414")));
+    // Without one, or with one unfit to log, a uuid7 is made.
+    let long_id = "x".repeat(129);
+    let mut made = HashSet::new();
+    for headers in [
+        &[][..],
+        &[("X-Request-Id", "has space")][..],
+        &[("X-Request-Id", "semi;colon")][..],
+        &[("X-Request-Id", "quote\"d")][..],
+        &[("X-Request-Id", long_id.as_str())][..],
+        &[("X-Request-Id", "one"), ("X-Request-Id", "two")][..],
+    ] {
+        let r = get(s.addr, "/v1/ids/uuid7", headers);
+        assert_eq!(r.status, 200);
+        let v = id(&r).unwrap_or_else(|| panic!("no request id for {headers:?}"));
+        let parsed = idforge::text::parse(&v, 128, Some(idforge::text::Format::Uuid))
+            .unwrap_or_else(|e| panic!("{v:?} for {headers:?}: {e}"));
+        assert_eq!((parsed >> 76) & 0xf, 7, "{v} is not a uuid7");
+        assert!(made.insert(v), "a request id made twice");
+    }
+    // 128 characters are kept.
+    let at_limit = "y".repeat(128);
+    let r = get(s.addr, "/healthz", &[("X-Request-Id", &at_limit)]);
+    assert_eq!(id(&r).as_deref(), Some(at_limit.as_str()));
+}
+
+#[test]
+fn metrics_count_every_request_by_route_and_status() {
+    let s = start(config(&["uuid7"]));
+    for i in 0..25 {
+        get(s.addr, &format!("/v1/ids/uuid7?count={}", i % 5 + 1), &[]).ids();
+    }
+    for _ in 0..4 {
+        assert_eq!(get(s.addr, "/v1/ids/uuid7?count=zero", &[]).status, 400);
+    }
+    for _ in 0..3 {
+        assert_eq!(get(s.addr, "/healthz", &[]).status, 200);
+    }
+    assert_eq!(get(s.addr, "/nope", &[]).status, 404);
+    let m = get(s.addr, "/metrics", &[]).text();
+    // 5 rounds of 1 + 2 + 3 + 4 + 5 ids.
+    for line in [
+        "idforge_ids_issued_total{scheme=\"uuid7\"} 75",
+        "idforge_http_requests_total{route=\"/v1/ids/{scheme}\",status=\"200\"} 25",
+        "idforge_http_requests_total{route=\"/v1/ids/{scheme}\",status=\"400\"} 4",
+        "idforge_http_requests_total{route=\"/healthz\",status=\"200\"} 3",
+        "idforge_http_requests_total{route=\"unmatched\",status=\"404\"} 1",
+        "idforge_http_request_duration_seconds_count{route=\"/v1/ids/{scheme}\"} 29",
+        "idforge_http_request_duration_seconds_bucket{route=\"/v1/ids/{scheme}\",le=\"+Inf\"} 29",
+        "idforge_http_request_duration_seconds_count{route=\"/healthz\"} 3",
+        "# TYPE idforge_http_request_duration_seconds histogram",
+        "# TYPE idforge_http_requests_total counter",
+        "# TYPE idforge_ids_issued_total counter",
+        "# TYPE idforge_ready gauge",
+    ] {
+        assert!(m.lines().any(|l| l == line), "missing {line:?} in\n{m}");
+    }
+    // The buckets are cumulative and end at the count.
+    let buckets: Vec<u64> = m
+        .lines()
+        .filter(|l| {
+            l.starts_with("idforge_http_request_duration_seconds_bucket{route=\"/v1/ids/{scheme}\"")
+        })
+        .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(buckets.len(), 13, "{m}");
+    assert!(buckets.windows(2).all(|w| w[0] <= w[1]), "{buckets:?}");
+    // The scrape itself is counted once it is answered.
+    let again = get(s.addr, "/metrics", &[]).text();
+    assert!(
+        again.contains("idforge_http_requests_total{route=\"/metrics\",status=\"200\"} 1"),
+        "{again}"
+    );
+}

@@ -63,6 +63,9 @@ pub fn cmd(state: &Path) -> Command {
         .env_remove("IDFORGE_IDLE_TIMEOUT_MS")
         .env_remove("IDFORGE_MAX_CONNECTIONS")
         .env_remove("IDFORGE_SHUTDOWN_GRACE_MS")
+        .env_remove("IDFORGE_LOG")
+        .env_remove("IDFORGE_LOG_FORMAT")
+        .env_remove("RUST_LOG")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
