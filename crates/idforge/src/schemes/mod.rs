@@ -9,6 +9,7 @@ pub mod locality;
 pub mod nanots;
 pub mod open;
 pub mod snowflake;
+pub mod ulid;
 pub mod uprotocol;
 pub mod uprotocol_v8;
 pub mod uuid7;
@@ -37,13 +38,15 @@ pub enum Scheme {
     Sonyflake,
     /// Chronicle's unique nanosecond timestamps ([`nanots`]).
     NanoTs,
+    /// ULID, the sequencer's counter in its randomness ([`ulid`]).
+    Ulid,
     /// A user-defined layout ([`Layout::parse_spec`] or [`Layout::builder`]).
     Custom(Layout),
 }
 
 impl Scheme {
     /// The preset schemes (every variant but `Custom`).
-    pub const PRESETS: [Scheme; 8] = [
+    pub const PRESETS: [Scheme; 9] = [
         Scheme::Uuid7,
         Scheme::UProtocol,
         Scheme::UProtocolV8,
@@ -52,6 +55,7 @@ impl Scheme {
         Scheme::Snowflake,
         Scheme::Sonyflake,
         Scheme::NanoTs,
+        Scheme::Ulid,
     ];
 
     /// The scheme's name on the command line.
@@ -65,6 +69,7 @@ impl Scheme {
             Scheme::Snowflake => "snowflake",
             Scheme::Sonyflake => "sonyflake",
             Scheme::NanoTs => "nanots",
+            Scheme::Ulid => "ulid",
             Scheme::Custom(_) => "custom",
         }
     }
@@ -98,6 +103,7 @@ impl Scheme {
             Scheme::Snowflake => snowflake::twitter(),
             Scheme::Sonyflake => snowflake::sonyflake(),
             Scheme::NanoTs => nanots::layout(),
+            Scheme::Ulid => ulid::layout(),
             Scheme::Custom(l) => l.clone(),
         }
     }
@@ -157,10 +163,21 @@ impl Scheme {
 
     /// The text format ids of this scheme are printed in by default.
     pub fn default_format(&self) -> Format {
-        if self.uuid_version().is_some() {
-            Format::Uuid
-        } else {
-            Format::Dec
+        match self {
+            Scheme::Ulid => Format::Ulid,
+            s if s.uuid_version().is_some() => Format::Uuid,
+            _ => Format::Dec,
+        }
+    }
+
+    /// The format text of this scheme's ids is read in when none is named: the format's own
+    /// text for the schemes that have one (ULID, ObjectId, xid, TypeID), so that it is parsed
+    /// as strictly as the format's reference parses it; `None` for the others (the text's
+    /// shape says its format: [`crate::text::detect`]).
+    pub fn native_format(&self) -> Option<Format> {
+        match self {
+            Scheme::Ulid => Some(Format::Ulid),
+            _ => None,
         }
     }
 
@@ -241,6 +258,7 @@ impl Scheme {
             Scheme::Snowflake => "Twitter Snowflake, 1024 nodes",
             Scheme::Sonyflake => "Sonyflake, 10 ms ticks, 65536 machines",
             Scheme::NanoTs => "Chronicle unique nanosecond timestamps, low 5 bits a tag",
+            Scheme::Ulid => "ULID (ulid/spec): 26 Crockford characters; 16-bit counter per ms atop 64 random bits",
             Scheme::Custom(_) => "user-defined layout",
         }
     }
