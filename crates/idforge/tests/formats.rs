@@ -111,11 +111,48 @@ proptest! {
 }
 
 // ---------------------------------------------------------------------------------------------
+// TSID
+
+#[test]
+fn tsid_reference_vectors_decode_and_encode() {
+    use idforge::schemes::tsid::Tsid;
+    let v = vectors("tsid");
+    let kind = Kind::from_name("tsid", None).unwrap();
+    for case in list(&v, "valid") {
+        let text = case["text"].as_str().unwrap();
+        let value = num(&case["value"]) as u64;
+        let t: Tsid = text.parse().unwrap();
+        assert_eq!(t.as_u64(), value, "{text}");
+        assert_eq!(t.to_string(), text);
+        assert_eq!(t.to_lower(), case["lower"].as_str().unwrap());
+        assert_eq!(case["lower"].as_str().unwrap().parse::<Tsid>().unwrap(), t);
+        assert_eq!(t.unix_ms(), case["unix_ms"].as_u64().unwrap());
+        let d = inspect_as(text, Some(&kind), None, None).unwrap();
+        assert_eq!(d.value, u128::from(value));
+        assert_eq!(d.unix_ms(), Some(u128::from(t.unix_ms())));
+        assert_eq!(d.canonical, text);
+        let d = inspect_as(&value.to_string(), Some(&kind), Some(Format::Dec), None).unwrap();
+        assert_eq!(d.canonical, text);
+    }
+    for case in list(&v, "look_alikes") {
+        let text = case["text"].as_str().unwrap();
+        assert_eq!(
+            u128::from(text.parse::<Tsid>().unwrap().as_u64()),
+            num(&case["value"])
+        );
+    }
+    for case in list(&v, "invalid") {
+        let text = case["text"].as_str().unwrap();
+        assert!(text.parse::<Tsid>().is_err(), "accepted {text:?}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Generation through the catalog, every format
 
 /// Each format's scheme (with a node where it takes one).
 fn formats() -> Vec<(Scheme, Option<u64>)> {
-    vec![(Scheme::Ulid, None)]
+    vec![(Scheme::Ulid, None), (Scheme::Tsid, Some(7))]
 }
 
 #[test]

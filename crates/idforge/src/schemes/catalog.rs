@@ -23,7 +23,7 @@ pub enum Kind {
 const LOCALITY: &str = "locality";
 
 /// The names [`Kind::from_name`] accepts, in the order `idforge schemes` lists them.
-pub const NAMES: [&str; 12] = [
+pub const NAMES: [&str; 13] = [
     "uuid7",
     "uprotocol",
     "uprotocol-v8",
@@ -33,6 +33,7 @@ pub const NAMES: [&str; 12] = [
     "sonyflake",
     "nanots",
     "ulid",
+    "tsid",
     "nanots-host",
     "locality",
     "custom",

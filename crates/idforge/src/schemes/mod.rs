@@ -9,6 +9,7 @@ pub mod locality;
 pub mod nanots;
 pub mod open;
 pub mod snowflake;
+pub mod tsid;
 pub mod ulid;
 pub mod uprotocol;
 pub mod uprotocol_v8;
@@ -40,13 +41,15 @@ pub enum Scheme {
     NanoTs,
     /// ULID, the sequencer's counter in its randomness ([`ulid`]).
     Ulid,
+    /// TSID, tsid-creator's default 10 node bits ([`tsid`]).
+    Tsid,
     /// A user-defined layout ([`Layout::parse_spec`] or [`Layout::builder`]).
     Custom(Layout),
 }
 
 impl Scheme {
     /// The preset schemes (every variant but `Custom`).
-    pub const PRESETS: [Scheme; 9] = [
+    pub const PRESETS: [Scheme; 10] = [
         Scheme::Uuid7,
         Scheme::UProtocol,
         Scheme::UProtocolV8,
@@ -56,6 +59,7 @@ impl Scheme {
         Scheme::Sonyflake,
         Scheme::NanoTs,
         Scheme::Ulid,
+        Scheme::Tsid,
     ];
 
     /// The scheme's name on the command line.
@@ -70,6 +74,7 @@ impl Scheme {
             Scheme::Sonyflake => "sonyflake",
             Scheme::NanoTs => "nanots",
             Scheme::Ulid => "ulid",
+            Scheme::Tsid => "tsid",
             Scheme::Custom(_) => "custom",
         }
     }
@@ -104,6 +109,7 @@ impl Scheme {
             Scheme::Sonyflake => snowflake::sonyflake(),
             Scheme::NanoTs => nanots::layout(),
             Scheme::Ulid => ulid::layout(),
+            Scheme::Tsid => tsid::layout(),
             Scheme::Custom(l) => l.clone(),
         }
     }
@@ -165,18 +171,21 @@ impl Scheme {
     pub fn default_format(&self) -> Format {
         match self {
             Scheme::Ulid => Format::Ulid,
+            Scheme::Tsid => Format::Base32,
             s if s.uuid_version().is_some() => Format::Uuid,
             _ => Format::Dec,
         }
     }
 
-    /// The format text of this scheme's ids is read in when none is named: the format's own
-    /// text for the schemes that have one (ULID, ObjectId, xid, TypeID), so that it is parsed
-    /// as strictly as the format's reference parses it; `None` for the others (the text's
-    /// shape says its format: [`crate::text::detect`]).
-    pub fn native_format(&self) -> Option<Format> {
+    /// The format `text` of this scheme's ids is read in when none is named: the format's own
+    /// text for the schemes that have one (ULID, ObjectId, xid, TypeID), so that it is parsed as
+    /// strictly as the format's reference parses it, and for TSID its 13 Crockford characters
+    /// (a TSID's decimal has 19 digits today); `None` for the others (the text's shape says its
+    /// format: [`crate::text::detect`]).
+    pub fn native_format(&self, text: &str) -> Option<Format> {
         match self {
             Scheme::Ulid => Some(Format::Ulid),
+            Scheme::Tsid if text.trim().len() == 13 => Some(Format::Base32),
             _ => None,
         }
     }
@@ -259,6 +268,7 @@ impl Scheme {
             Scheme::Sonyflake => "Sonyflake, 10 ms ticks, 65536 machines",
             Scheme::NanoTs => "Chronicle unique nanosecond timestamps, low 5 bits a tag",
             Scheme::Ulid => "ULID (ulid/spec): 26 Crockford characters; 16-bit counter per ms atop 64 random bits",
+            Scheme::Tsid => "TSID (tsid-creator): ms since 2020, 1024 nodes, 13 Crockford characters or a long",
             Scheme::Custom(_) => "user-defined layout",
         }
     }
