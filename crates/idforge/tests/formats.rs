@@ -148,11 +148,120 @@ fn tsid_reference_vectors_decode_and_encode() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// ObjectId
+
+#[test]
+fn objectid_reference_vectors_decode_and_encode() {
+    use idforge::schemes::objectid::ObjectId;
+    let v = vectors("objectid");
+    let kind = Kind::from_name("objectid", None).unwrap();
+    for case in list(&v, "valid") {
+        let text = case["text"].as_str().unwrap();
+        let value = num(&case["value"]);
+        let id: ObjectId = text.parse().unwrap();
+        assert_eq!(id.as_u128(), value, "{text}");
+        assert_eq!(id.to_string(), text);
+        assert_eq!(text.to_uppercase().parse::<ObjectId>().unwrap(), id);
+        assert_eq!(ObjectId::from_bytes(id.to_bytes()), id);
+        let secs = case["unix_seconds"].as_u64().unwrap();
+        assert_eq!(u64::from(id.unix_seconds()), secs);
+        let d = inspect_as(text, Some(&kind), None, None).unwrap();
+        assert_eq!((d.value, d.canonical.as_str()), (value, text));
+        assert_eq!(d.unix_ms(), Some(u128::from(secs) * 1000));
+        assert_eq!(d.node, Some((value >> 24) & ((1 << 40) - 1)));
+        assert_eq!(d.counter, Some(value & 0xFF_FFFF));
+        // pymongo's generation_time, e.g. 2012-10-17T21:13:27+00:00.
+        let t = case["generation_time"]
+            .as_str()
+            .unwrap()
+            .replace("+00:00", ".000Z");
+        assert_eq!(
+            d.time.as_deref(),
+            Some(t.replace(".000Z", "Z").as_str()),
+            "{text}"
+        );
+    }
+    for case in list(&v, "invalid") {
+        let text = case["text"].as_str().unwrap();
+        assert!(text.parse::<ObjectId>().is_err(), "accepted {text:?}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// xid
+
+#[test]
+fn xid_reference_vectors_decode_and_encode() {
+    use idforge::schemes::xid::Xid;
+    let v = vectors("xid");
+    let kind = Kind::from_name("xid", None).unwrap();
+    for case in list(&v, "valid") {
+        let text = case["text"].as_str().unwrap();
+        let value = num(&case["value"]);
+        let id: Xid = text.parse().unwrap();
+        assert_eq!(id.as_u128(), value, "{text}");
+        assert_eq!(id.to_string(), text);
+        assert_eq!(
+            u64::from(id.unix_seconds()),
+            case["unix_seconds"].as_u64().unwrap()
+        );
+        let machine = u32::from_str_radix(case["machine"].as_str().unwrap(), 16).unwrap();
+        assert_eq!(id.machine(), machine);
+        assert_eq!(u64::from(id.pid()), case["pid"].as_u64().unwrap());
+        assert_eq!(u64::from(id.counter()), case["counter"].as_u64().unwrap());
+        let d = inspect_as(text, Some(&kind), None, None).unwrap();
+        assert_eq!((d.value, d.canonical.as_str()), (value, text));
+        assert_eq!(
+            d.node,
+            Some(u128::from(machine) << 16 | u128::from(id.pid())),
+            "the node is the machine id and pid"
+        );
+        assert_eq!(d.counter, Some(u128::from(id.counter())));
+    }
+    for case in list(&v, "invalid") {
+        let text = case["text"].as_str().unwrap();
+        assert!(text.parse::<Xid>().is_err(), "accepted {text:?}");
+    }
+}
+
+proptest! {
+    #[test]
+    fn xid_text_round_trips(v in 0u128..(1 << 96)) {
+        let t = text::encode(v, 96, Format::Xid);
+        let t = t.as_str();
+        prop_assert_eq!(t.len(), 20);
+        prop_assert!(t.ends_with(['0', 'g']));
+        prop_assert_eq!(idforge::schemes::xid::parse(t).unwrap(), v);
+    }
+
+    #[test]
+    fn xid_parser_never_panics_and_accepts_only_canonical_text(s in "[0-9a-zA-Z -]{0,22}") {
+        if let Ok(v) = idforge::schemes::xid::parse(&s) {
+            let back = text::encode(v, 96, Format::Xid);
+            prop_assert_eq!(back.as_str(), s.as_str());
+        }
+    }
+
+    #[test]
+    fn objectid_parser_never_panics_and_round_trips(s in "[0-9a-fA-Fx -]{0,26}") {
+        if let Ok(v) = idforge::schemes::objectid::parse(&s) {
+            let back = text::encode(v, 96, Format::Hex);
+            prop_assert_eq!(back.as_str(), s.to_lowercase());
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Generation through the catalog, every format
 
 /// Each format's scheme (with a node where it takes one).
 fn formats() -> Vec<(Scheme, Option<u64>)> {
-    vec![(Scheme::Ulid, None), (Scheme::Tsid, Some(7))]
+    vec![
+        (Scheme::Ulid, None),
+        (Scheme::Tsid, Some(7)),
+        (Scheme::ObjectId, Some(0x12_3456_789a)),
+        (Scheme::Xid, Some(0xab_cdef_0123)),
+    ]
 }
 
 #[test]

@@ -23,7 +23,7 @@ pub enum Kind {
 const LOCALITY: &str = "locality";
 
 /// The names [`Kind::from_name`] accepts, in the order `idforge schemes` lists them.
-pub const NAMES: [&str; 13] = [
+pub const NAMES: [&str; 15] = [
     "uuid7",
     "uprotocol",
     "uprotocol-v8",
@@ -34,6 +34,8 @@ pub const NAMES: [&str; 13] = [
     "nanots",
     "ulid",
     "tsid",
+    "objectid",
+    "xid",
     "nanots-host",
     "locality",
     "custom",

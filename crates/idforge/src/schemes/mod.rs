@@ -7,6 +7,7 @@ pub mod global_id;
 #[cfg(feature = "locality")]
 pub mod locality;
 pub mod nanots;
+pub mod objectid;
 pub mod open;
 pub mod snowflake;
 pub mod tsid;
@@ -14,6 +15,7 @@ pub mod ulid;
 pub mod uprotocol;
 pub mod uprotocol_v8;
 pub mod uuid7;
+pub mod xid;
 
 use crate::error::Error;
 use crate::layout::Layout;
@@ -43,13 +45,17 @@ pub enum Scheme {
     Ulid,
     /// TSID, tsid-creator's default 10 node bits ([`tsid`]).
     Tsid,
+    /// MongoDB's BSON ObjectId, the node in its process-unique bytes ([`objectid`]).
+    ObjectId,
+    /// rs/xid, the node in its machine id and pid ([`xid`]).
+    Xid,
     /// A user-defined layout ([`Layout::parse_spec`] or [`Layout::builder`]).
     Custom(Layout),
 }
 
 impl Scheme {
     /// The preset schemes (every variant but `Custom`).
-    pub const PRESETS: [Scheme; 10] = [
+    pub const PRESETS: [Scheme; 12] = [
         Scheme::Uuid7,
         Scheme::UProtocol,
         Scheme::UProtocolV8,
@@ -60,6 +66,8 @@ impl Scheme {
         Scheme::NanoTs,
         Scheme::Ulid,
         Scheme::Tsid,
+        Scheme::ObjectId,
+        Scheme::Xid,
     ];
 
     /// The scheme's name on the command line.
@@ -75,6 +83,8 @@ impl Scheme {
             Scheme::NanoTs => "nanots",
             Scheme::Ulid => "ulid",
             Scheme::Tsid => "tsid",
+            Scheme::ObjectId => "objectid",
+            Scheme::Xid => "xid",
             Scheme::Custom(_) => "custom",
         }
     }
@@ -110,6 +120,8 @@ impl Scheme {
             Scheme::NanoTs => nanots::layout(),
             Scheme::Ulid => ulid::layout(),
             Scheme::Tsid => tsid::layout(),
+            Scheme::ObjectId => objectid::layout(),
+            Scheme::Xid => xid::layout(),
             Scheme::Custom(l) => l.clone(),
         }
     }
@@ -172,6 +184,8 @@ impl Scheme {
         match self {
             Scheme::Ulid => Format::Ulid,
             Scheme::Tsid => Format::Base32,
+            Scheme::ObjectId => Format::Hex,
+            Scheme::Xid => Format::Xid,
             s if s.uuid_version().is_some() => Format::Uuid,
             _ => Format::Dec,
         }
@@ -185,6 +199,8 @@ impl Scheme {
     pub fn native_format(&self, text: &str) -> Option<Format> {
         match self {
             Scheme::Ulid => Some(Format::Ulid),
+            Scheme::Xid => Some(Format::Xid),
+            Scheme::ObjectId if text.trim().len() == 24 => Some(Format::Hex),
             Scheme::Tsid if text.trim().len() == 13 => Some(Format::Base32),
             _ => None,
         }
@@ -269,6 +285,8 @@ impl Scheme {
             Scheme::NanoTs => "Chronicle unique nanosecond timestamps, low 5 bits a tag",
             Scheme::Ulid => "ULID (ulid/spec): 26 Crockford characters; 16-bit counter per ms atop 64 random bits",
             Scheme::Tsid => "TSID (tsid-creator): ms since 2020, 1024 nodes, 13 Crockford characters or a long",
+            Scheme::ObjectId => "MongoDB ObjectId: seconds, the node in its 5 process bytes, 24-bit counter; 24 hex characters",
+            Scheme::Xid => "rs/xid: ObjectId's bytes, the node in machine id and pid; 20 base32hex characters",
             Scheme::Custom(_) => "user-defined layout",
         }
     }
