@@ -149,11 +149,14 @@ fn batches_made_inline_and_on_the_blocking_pool_give_the_same_bodies() {
 }
 
 /// The schemes that need a node (or host) id.
-const NODE_SCHEMES: [&str; 5] = [
+const NODE_SCHEMES: [&str; 8] = [
     "global-id",
     "global-id-128",
     "snowflake",
     "sonyflake",
+    "tsid",
+    "objectid",
+    "xid",
     "nanots-host",
 ];
 
