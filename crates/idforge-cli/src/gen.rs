@@ -26,8 +26,9 @@ pub struct GenArgs {
     /// Required where the scheme has a node: idforge never picks a random node.
     #[arg(long)]
     node: Option<u64>,
-    /// Output format: dec, hex, base32 or uuid (default: uuid for UUID schemes, dec otherwise);
-    /// for nanots and nanots-host also `time` (2021-12-28T14:07:02.954100128).
+    /// Output format: dec, hex, base32, uuid, ulid, xid or typeid (default: the format's own text
+    /// for ulid, tsid (base32), objectid (hex) and xid, uuid for UUID schemes, dec otherwise); for
+    /// nanots and nanots-host also `time` (2021-12-28T14:07:02.954100128).
     #[arg(long, short = 'f')]
     format: Option<String>,
     /// Layout of the custom scheme: fields from the most significant bit down, then options.

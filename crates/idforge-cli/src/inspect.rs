@@ -25,9 +25,11 @@ pub struct InspectArgs {
     /// Layout of the custom scheme (see `idforge gen --help`).
     #[arg(long)]
     layout: Option<String>,
-    /// The ids' format, as `gen --format` writes them: dec, hex, base32, uuid, or time (nanots,
-    /// nanots-host). Without it the format is detected, and text that could be two (16 digits:
-    /// decimal or 64-bit hex) is refused with the choices.
+    /// The ids' format, as `gen --format` writes them: dec, hex, base32, uuid, ulid, xid, typeid,
+    /// or time (nanots, nanots-host). Without it, ulid, objectid and xid ids are read in their
+    /// own text (as strictly as the format's reference reads it), tsid's 13 characters as base32,
+    /// and otherwise the format is detected: text that could be two (16 digits: decimal or 64-bit
+    /// hex) is refused with the choices.
     #[arg(long, short = 'f')]
     format: Option<String>,
     /// Print one JSON object per id (ids as strings; unix_ms and unix_ns as integers).

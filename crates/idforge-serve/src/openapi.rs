@@ -137,11 +137,14 @@ impl PartialSchema for SchemeName {
 impl ToSchema for SchemeName {}
 
 /// The text formats (`idforge gen --format`): the library's, and `time` for timestamp ids.
-pub(crate) const FORMATS: [&str; 5] = [
+pub(crate) const FORMATS: [&str; 8] = [
     format_name(Format::Dec),
     format_name(Format::Hex),
     format_name(Format::Base32),
     format_name(Format::Uuid),
+    format_name(Format::Ulid),
+    format_name(Format::Xid),
+    format_name(Format::TypeId),
     "time",
 ];
 
@@ -152,6 +155,9 @@ const fn format_name(f: Format) -> &'static str {
         Format::Hex => "hex",
         Format::Base32 => "base32",
         Format::Uuid => "uuid",
+        Format::Ulid => "ulid",
+        Format::Xid => "xid",
+        Format::TypeId => "typeid",
     }
 }
 
@@ -208,7 +214,8 @@ pub(crate) struct IdsQuery {
     /// 1000000); more is 400, and never allocated.
     #[param(minimum = 1, default = 1)]
     count: Option<u64>,
-    /// Text format (JSON and text bodies); default: uuid for UUID schemes, dec otherwise.
+    /// Text format (JSON and text bodies); default: the format's own text for ulid, tsid
+    /// (base32), objectid (hex) and xid, uuid for UUID schemes, dec otherwise.
     #[param(inline)]
     format: Option<FormatName>,
 }

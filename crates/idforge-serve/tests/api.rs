@@ -149,11 +149,14 @@ fn batches_made_inline_and_on_the_blocking_pool_give_the_same_bodies() {
 }
 
 /// The schemes that need a node (or host) id.
-const NODE_SCHEMES: [&str; 5] = [
+const NODE_SCHEMES: [&str; 8] = [
     "global-id",
     "global-id-128",
     "snowflake",
     "sonyflake",
+    "tsid",
+    "objectid",
+    "xid",
     "nanots-host",
 ];
 
@@ -265,7 +268,15 @@ fn a_node_per_scheme_from_the_config_file() {
     assert!(s.app.scheme_names().iter().any(|n| n == "global-id"));
     assert_eq!(
         s.app.left_out(),
-        ["global-id-128", "snowflake", "sonyflake", "nanots-host"]
+        [
+            "global-id-128",
+            "snowflake",
+            "sonyflake",
+            "tsid",
+            "objectid",
+            "xid",
+            "nanots-host"
+        ]
     );
     // A name that is no scheme, or a scheme without a node field, is refused.
     for (toml, says) in [

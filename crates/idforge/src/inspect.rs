@@ -334,7 +334,7 @@ pub fn inspect(
         (Scheme::NanoTs, None) if nanots_time_text(trimmed) => {
             nanots::decode_text_or_int(trimmed)? as u128
         }
-        _ => text::parse(trimmed, bits, format)?,
+        _ => text::parse(trimmed, bits, format.or(scheme.native_format(trimmed)))?,
     };
     if let Some(expected) = scheme.uuid_version() {
         let found = ((value >> 76) & 0xF) as u8;

@@ -139,7 +139,7 @@ impl std::fmt::Display for Signed64 {
 pub struct Layout {
     /// Name shown in messages and by `idforge schemes`.
     pub name: String,
-    /// Total width of the id: 64 or 128.
+    /// Total width of the id: 64, 96 (ObjectId, xid) or 128.
     pub bits: u32,
     /// The node field (may be absent).
     pub node: Field,
@@ -175,7 +175,7 @@ pub struct Parts {
 }
 
 impl Layout {
-    /// Starts a layout of `bits` (64 or 128) bits with no fields, Unix epoch and 1 ms ticks.
+    /// Starts a layout of `bits` (64, 96 or 128) bits with no fields, Unix epoch and 1 ms ticks.
     pub fn builder(name: impl Into<String>, bits: u32) -> LayoutBuilder {
         LayoutBuilder {
             layout: Layout {
@@ -196,7 +196,7 @@ impl Layout {
     /// Checks that every field fits, nothing overlaps, and the time base is sound.
     ///
     /// # Errors
-    /// [`Error::InvalidLayout`] (naming the layout) when the id is not 64 or 128 bits wide, the
+    /// [`Error::InvalidLayout`] (naming the layout) when the id is not 64, 96 or 128 bits wide, the
     /// fixed value has bits outside the fixed mask, a field does not fit in the id or overlaps
     /// another (or the fixed bits), the node field is wider than 64 bits, the time field is
     /// missing, the counter is wider than 32 bits, or the tick is 0 ns.
@@ -210,8 +210,11 @@ impl Layout {
     /// ```
     pub fn validate(&self) -> Result<(), Error> {
         let bad = |m: String| Err(Error::InvalidLayout(format!("{}: {m}", self.name)));
-        if self.bits != 64 && self.bits != 128 {
-            return bad(format!("an id is 64 or 128 bits wide, not {}", self.bits));
+        if self.bits != 64 && self.bits != 96 && self.bits != 128 {
+            return bad(format!(
+                "an id is 64, 96 (ObjectId, xid) or 128 bits wide, not {}",
+                self.bits
+            ));
         }
         let fields = [
             ("node", self.node),

@@ -22,6 +22,21 @@ pub enum Format {
     Base32,
     /// Canonical UUID text, `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, lowercase (128-bit ids).
     Uuid,
+    /// ULID text (<https://github.com/ulid/spec>): Crockford base32 as [`Format::Base32`]
+    /// writes it (26 uppercase characters for 128 bits), decoded as the spec and its Go reference
+    /// (oklog/ulid `ParseStrict`) do: case-insensitive, the letters I, L, O and U refused (no
+    /// look-alikes), and a first character above `7` refused as an overflow.
+    Ulid,
+    /// xid text (<https://github.com/rs/xid>): base32hex (RFC 4648, section 7), lowercase, the
+    /// bits from the most significant one, padded with zero bits at the end (20 characters for a
+    /// 96-bit id). Decoding refuses uppercase and a last character whose padding bits are set,
+    /// as rs/xid does.
+    Xid,
+    /// A TypeID's suffix (<https://github.com/jetify-com/typeid>, spec 0.3.0): 26 lowercase
+    /// Crockford base32 characters for 128 bits, first character at most `7`. Decoding is
+    /// strict (lowercase only, no look-alikes) and takes an optional `prefix_` before the
+    /// suffix, whose rules it checks ([`check_typeid_prefix`]) and then drops.
+    TypeId,
 }
 
 impl Format {
@@ -32,6 +47,9 @@ impl Format {
             Format::Hex => "hex",
             Format::Base32 => "base32",
             Format::Uuid => "uuid",
+            Format::Ulid => "ulid",
+            Format::Xid => "xid",
+            Format::TypeId => "typeid",
         }
     }
 
@@ -42,6 +60,9 @@ impl Format {
             Format::Hex => "hex",
             Format::Base32 => "base32",
             Format::Uuid => "UUID",
+            Format::Ulid => "ULID",
+            Format::Xid => "xid",
+            Format::TypeId => "TypeID",
         }
     }
 }
@@ -60,8 +81,11 @@ impl FromStr for Format {
             "hex" => Ok(Format::Hex),
             "base32" | "crockford" => Ok(Format::Base32),
             "uuid" => Ok(Format::Uuid),
+            "ulid" => Ok(Format::Ulid),
+            "xid" | "base32hex" => Ok(Format::Xid),
+            "typeid" => Ok(Format::TypeId),
             _ => Err(format!(
-                "unknown format {s:?}; use dec, hex, base32 or uuid"
+                "unknown format {s:?}; use dec, hex, base32, uuid, ulid, xid or typeid"
             )),
         }
     }
@@ -80,6 +104,8 @@ const HEX_PAIRS: [[u8; 2]; 256] = {
     t
 };
 const CROCKFORD: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+const CROCKFORD_LOWER: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
+const BASE32HEX_LOWER: &[u8; 32] = b"0123456789abcdefghijklmnopqrstuv";
 
 /// Encoded id text on the stack (at most 40 bytes: a 128-bit decimal is 39 digits).
 #[derive(Clone, Copy)]
@@ -190,10 +216,24 @@ pub fn encode(value: u128, bits: u32, format: Format) -> Text {
             }
             t.len = n as u8;
         }
-        Format::Base32 => {
+        Format::Base32 | Format::Ulid | Format::TypeId => {
+            let alphabet = if format == Format::TypeId {
+                CROCKFORD_LOWER
+            } else {
+                CROCKFORD
+            };
             let n = base32_width(bits);
             for i in 0..n {
-                t.buf[i] = CROCKFORD[((value >> (5 * (n - 1 - i))) & 0x1F) as usize];
+                t.buf[i] = alphabet[((value >> (5 * (n - 1 - i))) & 0x1F) as usize];
+            }
+            t.len = n as u8;
+        }
+        Format::Xid => {
+            // Left-aligned: the padding bits are the last character's lowest ones.
+            let n = base32_width(bits);
+            let padded = value << (5 * n as u32 - bits);
+            for i in 0..n {
+                t.buf[i] = BASE32HEX_LOWER[((padded >> (5 * (n - 1 - i))) & 0x1F) as usize];
             }
             t.len = n as u8;
         }
@@ -225,6 +265,20 @@ pub fn encode(value: u128, bits: u32, format: Format) -> Text {
 /// assert!(check_format(Format::Uuid, 64, false, "snowflake").is_err());
 /// ```
 pub fn check_format(format: Format, bits: u32, is_uuid: bool, scheme: &str) -> Result<(), Error> {
+    let only = |what: &str| {
+        Err(Error::UnsupportedFormat {
+            format: format.to_string(),
+            scheme: scheme.into(),
+            reason: format!("{what}; its ids are {bits} bits wide"),
+        })
+    };
+    match format {
+        Format::Ulid | Format::TypeId if bits != 128 => {
+            return only("ULID and TypeID text holds 128-bit ids")
+        }
+        Format::Xid if bits != 96 => return only("xid text holds 96-bit ids"),
+        _ => {}
+    }
     if format == Format::Uuid && !is_uuid {
         return Err(Error::UnsupportedFormat {
             format: format.to_string(),
@@ -365,6 +419,9 @@ fn parse_as(t: &str, orig: &str, bits: u32, format: Format) -> Result<u128, Erro
         Format::Hex => parse_hex(t, orig)?,
         Format::Base32 => parse_base32(t, orig, bits)?,
         Format::Uuid => parse_uuid(t, orig)?,
+        Format::Ulid => parse_ulid(t, orig, bits)?,
+        Format::Xid => parse_xid(t, orig, bits)?,
+        Format::TypeId => parse_typeid(t, orig)?.1,
     };
     if bits < 128 && value >> bits != 0 {
         return Err(malformed(
@@ -454,6 +511,184 @@ fn parse_base32(t: &str, orig: &str, bits: u32) -> Result<u128, Error> {
         v = (v << 5) | d as u128;
     }
     Ok(v)
+}
+
+/// The value of a character in `alphabet` (32 ASCII characters), if it is one.
+fn digit_in(alphabet: &[u8; 32], c: char) -> Option<u32> {
+    u8::try_from(c)
+        .ok()
+        .and_then(|b| alphabet.iter().position(|&x| x == b))
+        .map(|p| p as u32)
+}
+
+/// ULID text ([`Format::Ulid`]): case-insensitive Crockford base32 without look-alikes.
+fn parse_ulid(t: &str, orig: &str, bits: u32) -> Result<u128, Error> {
+    let width = base32_width(bits);
+    if t.chars().count() != width {
+        return Err(malformed(
+            orig,
+            format!(
+                "ULID text of a {bits}-bit id has {width} characters, not {}",
+                t.chars().count()
+            ),
+        ));
+    }
+    let top = bits - 5 * (width as u32 - 1);
+    let mut v: u128 = 0;
+    for (i, c) in t.chars().enumerate() {
+        let Some(d) = digit_in(CROCKFORD, c.to_ascii_uppercase()) else {
+            return Err(malformed(
+                orig,
+                format!("character {c:?} at position {i} is not in ULID's alphabet (Crockford base32: 0-9 and A-Z without I, L, O and U)"),
+            ));
+        };
+        if i == 0 && d >> top != 0 {
+            return Err(malformed(
+                orig,
+                format!(
+                    "the first character {c:?} is above {}: the value overflows {bits} bits (the largest ULID is 7ZZZZZZZZZZZZZZZZZZZZZZZZZ)",
+                    (1u32 << top) - 1
+                ),
+            ));
+        }
+        v = (v << 5) | u128::from(d);
+    }
+    Ok(v)
+}
+
+/// xid text ([`Format::Xid`]): lowercase base32hex, zero padding bits at the end.
+fn parse_xid(t: &str, orig: &str, bits: u32) -> Result<u128, Error> {
+    let width = base32_width(bits);
+    if t.chars().count() != width {
+        return Err(malformed(
+            orig,
+            format!(
+                "xid text of a {bits}-bit id has {width} characters, not {}",
+                t.chars().count()
+            ),
+        ));
+    }
+    let mut v: u128 = 0;
+    for (i, c) in t.chars().enumerate() {
+        let Some(d) = digit_in(BASE32HEX_LOWER, c) else {
+            return Err(malformed(
+                orig,
+                format!("character {c:?} at position {i} is not in xid's alphabet (lowercase base32hex: 0-9 and a-v)"),
+            ));
+        };
+        v = (v << 5) | u128::from(d);
+    }
+    let pad = 5 * width as u32 - bits;
+    if v & ((1 << pad) - 1) != 0 {
+        return Err(malformed(
+            orig,
+            format!(
+                "the last character {:?} sets padding bits: it is not the text of a {bits}-bit id",
+                t.chars().last().unwrap_or(' ')
+            ),
+        ));
+    }
+    Ok(v >> pad)
+}
+
+/// The longest TypeID prefix.
+pub const TYPEID_PREFIX_MAX: usize = 63;
+
+/// Checks a TypeID prefix against the spec (0.3.0): empty, or at most 63 characters of `a-z`
+/// and `_` that start and end with a letter (`^([a-z]([a-z_]{0,61}[a-z])?)?$`).
+///
+/// # Errors
+/// [`Error::MalformedId`] naming the rule broken; `orig` is the text echoed in the message.
+///
+/// ```
+/// use idforge::text::check_typeid_prefix;
+/// assert!(check_typeid_prefix("user", "").is_ok());
+/// assert!(check_typeid_prefix("my__type", "").is_ok());
+/// assert!(check_typeid_prefix("", "").is_ok());
+/// assert!(check_typeid_prefix("User", "").is_err());
+/// assert!(check_typeid_prefix("_user", "").is_err());
+/// ```
+pub fn check_typeid_prefix(prefix: &str, orig: &str) -> Result<(), Error> {
+    if prefix.len() > TYPEID_PREFIX_MAX {
+        return Err(malformed(
+            orig,
+            format!(
+                "the TypeID prefix has {} characters; at most {TYPEID_PREFIX_MAX} are allowed",
+                prefix.chars().count()
+            ),
+        ));
+    }
+    if let Some((i, c)) = prefix
+        .chars()
+        .enumerate()
+        .find(|(_, c)| !c.is_ascii_lowercase() && *c != '_')
+    {
+        return Err(malformed(
+            orig,
+            format!("character {c:?} at position {i} of the TypeID prefix is not a lowercase letter a-z or '_'"),
+        ));
+    }
+    if prefix.starts_with('_') || prefix.ends_with('_') {
+        return Err(malformed(
+            orig,
+            "a TypeID prefix starts and ends with a letter, not '_'",
+        ));
+    }
+    Ok(())
+}
+
+/// Parses TypeID text, `prefix_suffix` or a bare suffix (the empty prefix, no separator), into
+/// its prefix and the 128-bit value of its suffix. The text is taken as given (not trimmed).
+///
+/// # Errors
+/// [`Error::MalformedId`] for a bad prefix ([`check_typeid_prefix`]), a separator with an
+/// empty prefix, or a suffix that is not 26 lowercase Crockford characters starting with 0-7.
+///
+/// ```
+/// use idforge::text::parse_typeid;
+/// // valid.yml's `valid-uuidv7`
+/// let (p, v) = parse_typeid("prefix_01h455vb4pex5vsknk084sn02q", "").unwrap();
+/// assert_eq!((p, v), ("prefix", 0x01890a5d_ac96_774b_bcce_b302099a8057));
+/// assert!(parse_typeid("prefix_8zzzzzzzzzzzzzzzzzzzzzzzzz", "").is_err());
+/// ```
+pub fn parse_typeid<'a>(t: &'a str, orig: &str) -> Result<(&'a str, u128), Error> {
+    let (prefix, suffix) = match t.rfind('_') {
+        None => ("", t),
+        Some(0) => {
+            return Err(malformed(
+                orig,
+                "a TypeID with an empty prefix has no '_' separator",
+            ))
+        }
+        Some(at) => (&t[..at], &t[at + 1..]),
+    };
+    check_typeid_prefix(prefix, orig)?;
+    if suffix.chars().count() != 26 {
+        return Err(malformed(
+            orig,
+            format!(
+                "a TypeID suffix has 26 characters, not {}",
+                suffix.chars().count()
+            ),
+        ));
+    }
+    let mut v: u128 = 0;
+    for (i, c) in suffix.chars().enumerate() {
+        let Some(d) = digit_in(CROCKFORD_LOWER, c) else {
+            return Err(malformed(
+                orig,
+                format!("character {c:?} at position {i} of the TypeID suffix is not in its alphabet (lowercase Crockford base32: 0-9 and a-z without i, l, o and u)"),
+            ));
+        };
+        if i == 0 && d > 7 {
+            return Err(malformed(
+                orig,
+                format!("the suffix's first character {c:?} is above 7: the value overflows 128 bits (the largest suffix is 7zzzzzzzzzzzzzzzzzzzzzzzzz)"),
+            ));
+        }
+        v = (v << 5) | u128::from(d);
+    }
+    Ok((prefix, v))
 }
 
 /// Parses UUID text: canonical (hyphens at 8, 13, 18, 23; hex in either case), braced

@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use idforge::schemes::catalog::{Kind, NAMES};
+use idforge::schemes::catalog::{Identity, Kind, NAMES};
 use idforge::schemes::open::{OpenOptions, Opened, TextFormat};
 #[cfg(feature = "host-wide")]
 use idforge::StateOptions;
@@ -13,8 +13,8 @@ use idforge::{inspect, Error};
 /// Options that every scheme with an identity accepts.
 fn opts_for(kind: &Kind) -> OpenOptions {
     let mut o = OpenOptions::default();
-    match kind.name() {
-        "uprotocol-v8" | "uuid7" | "uprotocol" | "locality" => {}
+    match kind.identity() {
+        Identity::None | Identity::PidAndMac => {}
         _ => o.node = Some(1),
     }
     o

@@ -23,7 +23,7 @@ pub enum Kind {
 const LOCALITY: &str = "locality";
 
 /// The names [`Kind::from_name`] accepts, in the order `idforge schemes` lists them.
-pub const NAMES: [&str; 11] = [
+pub const NAMES: [&str; 15] = [
     "uuid7",
     "uprotocol",
     "uprotocol-v8",
@@ -32,6 +32,10 @@ pub const NAMES: [&str; 11] = [
     "snowflake",
     "sonyflake",
     "nanots",
+    "ulid",
+    "tsid",
+    "objectid",
+    "xid",
     "nanots-host",
     "locality",
     "custom",

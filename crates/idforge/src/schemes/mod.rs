@@ -7,11 +7,15 @@ pub mod global_id;
 #[cfg(feature = "locality")]
 pub mod locality;
 pub mod nanots;
+pub mod objectid;
 pub mod open;
 pub mod snowflake;
+pub mod tsid;
+pub mod ulid;
 pub mod uprotocol;
 pub mod uprotocol_v8;
 pub mod uuid7;
+pub mod xid;
 
 use crate::error::Error;
 use crate::layout::Layout;
@@ -37,13 +41,21 @@ pub enum Scheme {
     Sonyflake,
     /// Chronicle's unique nanosecond timestamps ([`nanots`]).
     NanoTs,
+    /// ULID, the sequencer's counter in its randomness ([`ulid`]).
+    Ulid,
+    /// TSID, tsid-creator's default 10 node bits ([`tsid`]).
+    Tsid,
+    /// MongoDB's BSON ObjectId, the node in its process-unique bytes ([`objectid`]).
+    ObjectId,
+    /// rs/xid, the node in its machine id and pid ([`xid`]).
+    Xid,
     /// A user-defined layout ([`Layout::parse_spec`] or [`Layout::builder`]).
     Custom(Layout),
 }
 
 impl Scheme {
     /// The preset schemes (every variant but `Custom`).
-    pub const PRESETS: [Scheme; 8] = [
+    pub const PRESETS: [Scheme; 12] = [
         Scheme::Uuid7,
         Scheme::UProtocol,
         Scheme::UProtocolV8,
@@ -52,6 +64,10 @@ impl Scheme {
         Scheme::Snowflake,
         Scheme::Sonyflake,
         Scheme::NanoTs,
+        Scheme::Ulid,
+        Scheme::Tsid,
+        Scheme::ObjectId,
+        Scheme::Xid,
     ];
 
     /// The scheme's name on the command line.
@@ -65,6 +81,10 @@ impl Scheme {
             Scheme::Snowflake => "snowflake",
             Scheme::Sonyflake => "sonyflake",
             Scheme::NanoTs => "nanots",
+            Scheme::Ulid => "ulid",
+            Scheme::Tsid => "tsid",
+            Scheme::ObjectId => "objectid",
+            Scheme::Xid => "xid",
             Scheme::Custom(_) => "custom",
         }
     }
@@ -98,6 +118,10 @@ impl Scheme {
             Scheme::Snowflake => snowflake::twitter(),
             Scheme::Sonyflake => snowflake::sonyflake(),
             Scheme::NanoTs => nanots::layout(),
+            Scheme::Ulid => ulid::layout(),
+            Scheme::Tsid => tsid::layout(),
+            Scheme::ObjectId => objectid::layout(),
+            Scheme::Xid => xid::layout(),
             Scheme::Custom(l) => l.clone(),
         }
     }
@@ -157,10 +181,28 @@ impl Scheme {
 
     /// The text format ids of this scheme are printed in by default.
     pub fn default_format(&self) -> Format {
-        if self.uuid_version().is_some() {
-            Format::Uuid
-        } else {
-            Format::Dec
+        match self {
+            Scheme::Ulid => Format::Ulid,
+            Scheme::Tsid => Format::Base32,
+            Scheme::ObjectId => Format::Hex,
+            Scheme::Xid => Format::Xid,
+            s if s.uuid_version().is_some() => Format::Uuid,
+            _ => Format::Dec,
+        }
+    }
+
+    /// The format `text` of this scheme's ids is read in when none is named: the format's own
+    /// text for the schemes that have one (ULID, ObjectId, xid, TypeID), so that it is parsed as
+    /// strictly as the format's reference parses it, and for TSID its 13 Crockford characters
+    /// (a TSID's decimal has 19 digits today); `None` for the others (the text's shape says its
+    /// format: [`crate::text::detect`]).
+    pub fn native_format(&self, text: &str) -> Option<Format> {
+        match self {
+            Scheme::Ulid => Some(Format::Ulid),
+            Scheme::Xid => Some(Format::Xid),
+            Scheme::ObjectId if text.trim().len() == 24 => Some(Format::Hex),
+            Scheme::Tsid if text.trim().len() == 13 => Some(Format::Base32),
+            _ => None,
         }
     }
 
@@ -241,6 +283,10 @@ impl Scheme {
             Scheme::Snowflake => "Twitter Snowflake, 1024 nodes",
             Scheme::Sonyflake => "Sonyflake, 10 ms ticks, 65536 machines",
             Scheme::NanoTs => "Chronicle unique nanosecond timestamps, low 5 bits a tag",
+            Scheme::Ulid => "ULID (ulid/spec): 26 Crockford characters; 16-bit counter per ms atop 64 random bits",
+            Scheme::Tsid => "TSID (tsid-creator): ms since 2020, 1024 nodes, 13 Crockford characters or a long",
+            Scheme::ObjectId => "MongoDB ObjectId: seconds, the node in its 5 process bytes, 24-bit counter; 24 hex characters",
+            Scheme::Xid => "rs/xid: ObjectId's bytes, the node in machine id and pid; 20 base32hex characters",
             Scheme::Custom(_) => "user-defined layout",
         }
     }

@@ -1,0 +1,419 @@
+//! The id formats users already use (ULID, TSID, ObjectId, xid, TypeID) on idforge's sequencer:
+//! conformance vectors produced by each format's reference implementation (`tests/vectors/`,
+//! each file names the package, version and script), property tests of the parsers, and the
+//! uniqueness of generated ids across threads and across processes sharing a state file, checked
+//! on the bits the counter makes unique (time, node, counter), never on random bits.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use idforge::inspect::inspect_as;
+use idforge::schemes::catalog::Kind;
+use idforge::schemes::open::{OpenOptions, Opened};
+use idforge::text::{self, Format};
+use idforge::{Generator, ManualClock, Policy, Scheme, StateOptions};
+use proptest::prelude::*;
+use serde_json::Value;
+
+fn vectors(name: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/vectors")
+        .join(format!("{name}.json"));
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+fn list<'a>(v: &'a Value, key: &str) -> &'a Vec<Value> {
+    v[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {key} in vectors"))
+}
+
+fn num(v: &Value) -> u128 {
+    v.as_str()
+        .map(|s| s.parse().unwrap())
+        .unwrap_or_else(|| u128::from(v.as_u64().unwrap()))
+}
+
+/// The bits of an id the sequencer makes unique: everything but the random field.
+fn without_random(scheme: &Scheme, id: u128) -> u128 {
+    let r = scheme.layout().random;
+    id & !r.deposit(r.max())
+}
+
+/// Ids are strictly increasing, and distinct even with their random bits taken away.
+fn assert_unique_by_counter(scheme: &Scheme, ids: &[u128], what: &str) {
+    let masked: HashSet<u128> = ids.iter().map(|&id| without_random(scheme, id)).collect();
+    assert_eq!(
+        masked.len(),
+        ids.len(),
+        "{what}: {} of {} {} ids share their time, node and counter bits (unique only by chance)",
+        ids.len() - masked.len(),
+        ids.len(),
+        scheme.name()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// ULID
+
+#[test]
+fn ulid_reference_vectors_decode_and_encode() {
+    use idforge::schemes::ulid::Ulid;
+    let v = vectors("ulid");
+    let kind = Kind::from_name("ulid", None).unwrap();
+    for case in list(&v, "valid") {
+        let text = case["text"].as_str().unwrap();
+        let value = num(&case["value"]);
+        let u: Ulid = text.parse().unwrap();
+        assert_eq!(u.as_u128(), value, "{text}");
+        assert_eq!(u.to_string(), text);
+        assert_eq!(u.unix_ms(), case["unix_ms"].as_u64().unwrap());
+        assert_eq!(text.to_lowercase().parse::<Ulid>().unwrap(), u);
+        assert_eq!(Ulid::from_bytes(u.to_bytes()), u);
+        let d = inspect_as(text, Some(&kind), None, None).unwrap();
+        assert_eq!(d.value, value);
+        assert_eq!(d.unix_ms(), Some(u128::from(u.unix_ms())));
+        assert_eq!(d.canonical, text);
+    }
+    for case in list(&v, "invalid") {
+        let text = case["text"].as_str().unwrap();
+        assert!(text.parse::<Ulid>().is_err(), "accepted {text:?}");
+        assert!(
+            inspect_as(text, Some(&kind), None, None).is_err(),
+            "inspect accepted {text:?}"
+        );
+    }
+}
+
+proptest! {
+    #[test]
+    fn ulid_text_round_trips(v in any::<u128>()) {
+        let t = text::encode(v, 128, Format::Ulid);
+        let t = t.as_str();
+        prop_assert_eq!(t.len(), 26);
+        prop_assert!(t.as_bytes()[0] <= b'7');
+        prop_assert_eq!(text::parse(t, 128, Some(Format::Ulid)).unwrap(), v);
+        prop_assert_eq!(text::parse(&t.to_lowercase(), 128, Some(Format::Ulid)).unwrap(), v);
+    }
+
+    #[test]
+    fn ulid_parser_never_panics_and_accepts_only_its_alphabet(s in "[0-9A-Za-z*~ -]{0,30}") {
+        if let Ok(v) = idforge::schemes::ulid::parse(&s) {
+            prop_assert_eq!(s.len(), 26);
+            prop_assert!(!s.to_uppercase().contains(['I', 'L', 'O', 'U']));
+            let back = text::encode(v, 128, Format::Ulid);
+            prop_assert_eq!(back.as_str(), s.to_uppercase());
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// TSID
+
+#[test]
+fn tsid_reference_vectors_decode_and_encode() {
+    use idforge::schemes::tsid::Tsid;
+    let v = vectors("tsid");
+    let kind = Kind::from_name("tsid", None).unwrap();
+    for case in list(&v, "valid") {
+        let text = case["text"].as_str().unwrap();
+        let value = num(&case["value"]) as u64;
+        let t: Tsid = text.parse().unwrap();
+        assert_eq!(t.as_u64(), value, "{text}");
+        assert_eq!(t.to_string(), text);
+        assert_eq!(t.to_lower(), case["lower"].as_str().unwrap());
+        assert_eq!(case["lower"].as_str().unwrap().parse::<Tsid>().unwrap(), t);
+        assert_eq!(t.unix_ms(), case["unix_ms"].as_u64().unwrap());
+        let d = inspect_as(text, Some(&kind), None, None).unwrap();
+        assert_eq!(d.value, u128::from(value));
+        assert_eq!(d.unix_ms(), Some(u128::from(t.unix_ms())));
+        assert_eq!(d.canonical, text);
+        let d = inspect_as(&value.to_string(), Some(&kind), Some(Format::Dec), None).unwrap();
+        assert_eq!(d.canonical, text);
+    }
+    for case in list(&v, "look_alikes") {
+        let text = case["text"].as_str().unwrap();
+        assert_eq!(
+            u128::from(text.parse::<Tsid>().unwrap().as_u64()),
+            num(&case["value"])
+        );
+    }
+    for case in list(&v, "invalid") {
+        let text = case["text"].as_str().unwrap();
+        assert!(text.parse::<Tsid>().is_err(), "accepted {text:?}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ObjectId
+
+#[test]
+fn objectid_reference_vectors_decode_and_encode() {
+    use idforge::schemes::objectid::ObjectId;
+    let v = vectors("objectid");
+    let kind = Kind::from_name("objectid", None).unwrap();
+    for case in list(&v, "valid") {
+        let text = case["text"].as_str().unwrap();
+        let value = num(&case["value"]);
+        let id: ObjectId = text.parse().unwrap();
+        assert_eq!(id.as_u128(), value, "{text}");
+        assert_eq!(id.to_string(), text);
+        assert_eq!(text.to_uppercase().parse::<ObjectId>().unwrap(), id);
+        assert_eq!(ObjectId::from_bytes(id.to_bytes()), id);
+        let secs = case["unix_seconds"].as_u64().unwrap();
+        assert_eq!(u64::from(id.unix_seconds()), secs);
+        let d = inspect_as(text, Some(&kind), None, None).unwrap();
+        assert_eq!((d.value, d.canonical.as_str()), (value, text));
+        assert_eq!(d.unix_ms(), Some(u128::from(secs) * 1000));
+        assert_eq!(d.node, Some((value >> 24) & ((1 << 40) - 1)));
+        assert_eq!(d.counter, Some(value & 0xFF_FFFF));
+        // pymongo's generation_time, e.g. 2012-10-17T21:13:27+00:00.
+        let t = case["generation_time"]
+            .as_str()
+            .unwrap()
+            .replace("+00:00", ".000Z");
+        assert_eq!(
+            d.time.as_deref(),
+            Some(t.replace(".000Z", "Z").as_str()),
+            "{text}"
+        );
+    }
+    for case in list(&v, "invalid") {
+        let text = case["text"].as_str().unwrap();
+        assert!(text.parse::<ObjectId>().is_err(), "accepted {text:?}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// xid
+
+#[test]
+fn xid_reference_vectors_decode_and_encode() {
+    use idforge::schemes::xid::Xid;
+    let v = vectors("xid");
+    let kind = Kind::from_name("xid", None).unwrap();
+    for case in list(&v, "valid") {
+        let text = case["text"].as_str().unwrap();
+        let value = num(&case["value"]);
+        let id: Xid = text.parse().unwrap();
+        assert_eq!(id.as_u128(), value, "{text}");
+        assert_eq!(id.to_string(), text);
+        assert_eq!(
+            u64::from(id.unix_seconds()),
+            case["unix_seconds"].as_u64().unwrap()
+        );
+        let machine = u32::from_str_radix(case["machine"].as_str().unwrap(), 16).unwrap();
+        assert_eq!(id.machine(), machine);
+        assert_eq!(u64::from(id.pid()), case["pid"].as_u64().unwrap());
+        assert_eq!(u64::from(id.counter()), case["counter"].as_u64().unwrap());
+        let d = inspect_as(text, Some(&kind), None, None).unwrap();
+        assert_eq!((d.value, d.canonical.as_str()), (value, text));
+        assert_eq!(
+            d.node,
+            Some(u128::from(machine) << 16 | u128::from(id.pid())),
+            "the node is the machine id and pid"
+        );
+        assert_eq!(d.counter, Some(u128::from(id.counter())));
+    }
+    for case in list(&v, "invalid") {
+        let text = case["text"].as_str().unwrap();
+        assert!(text.parse::<Xid>().is_err(), "accepted {text:?}");
+    }
+}
+
+proptest! {
+    #[test]
+    fn xid_text_round_trips(v in 0u128..(1 << 96)) {
+        let t = text::encode(v, 96, Format::Xid);
+        let t = t.as_str();
+        prop_assert_eq!(t.len(), 20);
+        prop_assert!(t.ends_with(['0', 'g']));
+        prop_assert_eq!(idforge::schemes::xid::parse(t).unwrap(), v);
+    }
+
+    #[test]
+    fn xid_parser_never_panics_and_accepts_only_canonical_text(s in "[0-9a-zA-Z -]{0,22}") {
+        if let Ok(v) = idforge::schemes::xid::parse(&s) {
+            let back = text::encode(v, 96, Format::Xid);
+            prop_assert_eq!(back.as_str(), s.as_str());
+        }
+    }
+
+    #[test]
+    fn objectid_parser_never_panics_and_round_trips(s in "[0-9a-fA-Fx -]{0,26}") {
+        if let Ok(v) = idforge::schemes::objectid::parse(&s) {
+            let back = text::encode(v, 96, Format::Hex);
+            prop_assert_eq!(back.as_str(), s.to_lowercase());
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generation through the catalog, every format
+
+/// Each format's scheme (with a node where it takes one).
+fn formats() -> Vec<(Scheme, Option<u64>)> {
+    vec![
+        (Scheme::Ulid, None),
+        (Scheme::Tsid, Some(7)),
+        (Scheme::ObjectId, Some(0x12_3456_789a)),
+        (Scheme::Xid, Some(0xab_cdef_0123)),
+    ]
+}
+
+#[test]
+fn every_format_generates_through_the_catalog_renders_and_inspects() {
+    for (scheme, node) in formats() {
+        let kind = Kind::from_name(scheme.name(), None).unwrap();
+        let g = Opened::open(
+            &kind,
+            &OpenOptions {
+                node,
+                ..OpenOptions::default()
+            },
+        )
+        .unwrap();
+        let f = g.text_format(None).unwrap();
+        let mut ids = Vec::new();
+        g.take(5000, |id| ids.push(id)).unwrap();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "{scheme}");
+        let texts: Vec<String> = ids.iter().map(|&id| g.render(id, f)).collect();
+        assert!(
+            texts.windows(2).all(|w| w[0] < w[1]),
+            "{scheme}: text sorts like the ids"
+        );
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis();
+        for (id, t) in ids.iter().zip(&texts).step_by(97) {
+            let d = inspect_as(t, Some(&kind), None, None).unwrap();
+            assert_eq!(d.value, *id, "{scheme} {t}");
+            assert_eq!(&d.canonical, t);
+            let ms = d.unix_ms().unwrap();
+            assert!(ms <= now_ms && ms + 5_000 >= now_ms, "{scheme} {t}: {ms}");
+            assert_eq!(d.node.map(|n| n as u64), node, "{scheme}");
+            assert!(d.counter.is_some(), "{scheme}");
+        }
+        assert_unique_by_counter(&scheme, &ids, "one generator");
+    }
+}
+
+#[test]
+fn every_format_is_unique_and_ordered_across_8_threads() {
+    for (scheme, node) in formats() {
+        let g = Generator::new(&scheme, node).unwrap();
+        let per_thread: Vec<Vec<u128>> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| (0..50_000).map(|_| g.next().unwrap()).collect::<Vec<_>>()))
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for ids in &per_thread {
+            assert!(ids.windows(2).all(|w| w[0] < w[1]), "{scheme}: per thread");
+        }
+        let all: Vec<u128> = per_thread.concat();
+        assert_unique_by_counter(&scheme, &all, "8 threads");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Processes sharing a state file
+
+const CHILD_ENV: &str = "IDFORGE_FORMATS_CHILD";
+const PER_PROCESS: usize = 100_000;
+
+/// Run by each child process: ids of the scheme in `IDFORGE_FORMATS_CHILD`
+/// (`name,node,state,out`) from a generator on the shared state file, written as hex lines.
+#[test]
+fn child_process_writes_ids_from_a_shared_state_file() {
+    let Ok(spec) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let parts: Vec<&str> = spec.split(',').collect();
+    let scheme = Scheme::from_name(parts[0]).unwrap();
+    let node = parts[1].parse().ok();
+    // A clock frozen at one time, whatever the scheduling: every child issues into the same
+    // ticks (running ahead past a full tick), so only the shared stamp keeps them apart.
+    let g = Generator::host_wide(
+        &scheme,
+        node,
+        ManualClock::new(T),
+        Policy::UNBOUNDED,
+        &StateOptions::new(parts[2]),
+    )
+    .unwrap();
+    let ids: Vec<u128> = (0..PER_PROCESS).map(|_| g.next().unwrap()).collect();
+    let text: String = ids.iter().map(|id| format!("{id:x}\n")).collect();
+    std::fs::write(parts[3], text).unwrap();
+}
+
+/// 2027-01-15T08:00:00Z, the frozen clock of the processes.
+const T: u64 = 1_800_000_000_000_000_000;
+
+fn run_processes(scheme: &Scheme, node: Option<u64>, processes: usize) -> Vec<Vec<u128>> {
+    let dir = std::env::temp_dir().join(format!(
+        "idforge-formats-{}-{}",
+        scheme.name(),
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let state: PathBuf = dir.join("state");
+    let node_text = node.map(|n| n.to_string()).unwrap_or_default();
+    let children: Vec<_> = (0..processes)
+        .map(|i| {
+            let out = dir.join(format!("ids-{i}"));
+            let child = std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "child_process_writes_ids_from_a_shared_state_file",
+                    "--test-threads",
+                    "1",
+                ])
+                .env(
+                    CHILD_ENV,
+                    format!(
+                        "{},{node_text},{},{}",
+                        scheme.name(),
+                        state.display(),
+                        out.display()
+                    ),
+                )
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            (child, out)
+        })
+        .collect();
+    let mut all = Vec::new();
+    for (mut child, out) in children {
+        assert!(child.wait().unwrap().success(), "{scheme}: a child failed");
+        let ids: Vec<u128> = std::fs::read_to_string(&out)
+            .unwrap()
+            .lines()
+            .map(|l| u128::from_str_radix(l, 16).unwrap())
+            .collect();
+        assert_eq!(ids.len(), PER_PROCESS);
+        all.push(ids);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    all
+}
+
+#[test]
+fn every_format_is_unique_across_4_processes_on_one_state_file() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        return;
+    }
+    for (scheme, node) in formats() {
+        let per_process = run_processes(&scheme, node, 4);
+        for ids in &per_process {
+            assert!(
+                ids.windows(2).all(|w| w[0] < w[1]),
+                "{scheme}: ids of one process are sorted"
+            );
+        }
+        assert_unique_by_counter(&scheme, &per_process.concat(), "4 processes");
+    }
+}
