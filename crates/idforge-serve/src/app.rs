@@ -26,6 +26,9 @@ pub(crate) struct Served {
     /// The most ids it can issue a second (its counter's ids per tick), where it has a
     /// sequencer: a batch that needs longer than the timeout is refused before it starts.
     pub(crate) ids_per_second: Option<f64>,
+    /// Whether its tick is longer than a millisecond (Sonyflake's 10 ms, a custom layout's):
+    /// its small batches, which may sleep until the next tick, are made on the blocking pool.
+    pub(crate) coarse_tick: bool,
     /// Why it can no longer issue (a lost state file), once that happened.
     pub(crate) broken: Mutex<Option<String>>,
     /// Its node id's lease, with `--etcd`.
@@ -157,16 +160,16 @@ impl App {
                     kind.name()
                 )
             })?;
-            let ids_per_second = kind
-                .timebase(&opts)
-                .ok()
-                .flatten()
+            let timebase = kind.timebase(&opts).ok().flatten();
+            let ids_per_second = timebase
                 .map(|tb| (1u64 << tb.counter_bits.min(63)) as f64 * 1e9 / tb.tick_ns as f64);
+            let coarse_tick = timebase.is_some_and(|tb| tb.tick_ns > 1_000_000);
             schemes.push(Served {
                 gen,
                 node,
                 issued: metrics.issued(kind.name()),
                 ids_per_second,
+                coarse_tick,
                 broken: Mutex::new(None),
                 lease,
             });

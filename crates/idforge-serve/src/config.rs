@@ -92,15 +92,44 @@ pub const ENVIRONMENT: &str = "Environment (below flags, above the --config file
                        line per request); over RUST_LOG, which is read when it is unset";
 
 /// The text of the tokens file, refused if someone other than its owner (this user or root)
-/// could add a token to it, or anyone at all could read it.
+/// could add a token to it, or anyone at all could read it: the file itself (a regular file, never
+/// a FIFO or device), and the directory that names it, which must not let others replace it
+/// (writable by its group or others only with the sticky bit). A symbolic link is followed (a
+/// Kubernetes Secret's file is one), with the link's own directory checked. A leading UTF-8
+/// byte-order mark is dropped.
 fn read_secret_file(path: &Path) -> anyhow::Result<String> {
     use std::io::Read;
-    use std::os::unix::fs::MetadataExt;
-    let mut file = std::fs::File::open(path)
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let dmeta = std::fs::metadata(&dir)
+        .with_context(|| format!("cannot read the tokens file's directory {}", dir.display()))?;
+    let dmode = dmeta.mode() & 0o7777;
+    if dmode & 0o022 != 0 && dmode & 0o1000 == 0 {
+        bail!(
+            "the tokens file {} is in {}, a directory writable by {} (mode {dmode:04o}) without the sticky bit: anyone who can write there can replace the file; move it to a directory only its owner can write",
+            path.display(),
+            dir.display(),
+            if dmode & 0o002 != 0 { "everyone" } else { "its group" }
+        );
+    }
+    // O_NONBLOCK: a FIFO put in its place is refused below rather than hanging the start.
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
         .with_context(|| format!("cannot read the tokens file {}", path.display()))?;
     let meta = file
         .metadata()
         .with_context(|| format!("cannot read the tokens file {}", path.display()))?;
+    if !meta.file_type().is_file() {
+        bail!(
+            "the tokens file {} is not a regular file: write the tokens, one per line, into a file",
+            path.display()
+        );
+    }
     let mode = meta.mode() & 0o7777;
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
@@ -129,7 +158,10 @@ fn read_secret_file(path: &Path) -> anyhow::Result<String> {
     let mut text = String::new();
     file.read_to_string(&mut text)
         .with_context(|| format!("cannot read the tokens file {}", path.display()))?;
-    Ok(text)
+    Ok(text
+        .strip_prefix('\u{feff}')
+        .map(str::to_string)
+        .unwrap_or(text))
 }
 
 /// The default etcd lease TTL.
@@ -764,7 +796,35 @@ mod tests {
             assert!(e.contains(says) && e.contains("chmod 600"), "{m:o}: {e}");
         }
         mode(0o640);
-        assert_eq!(from_file.finish().unwrap().tokens, ["alpha"]);
+        assert_eq!(from_file.clone().finish().unwrap().tokens, ["alpha"]);
+        // A byte-order mark is not part of the first token.
+        std::fs::write(&file, "\u{feff}alpha\n").unwrap();
+        assert_eq!(from_file.clone().finish().unwrap().tokens, ["alpha"]);
+        // In a directory others can write (without the sticky bit), the file could be replaced,
+        // for instance by a link to a file of guessable text the service can read.
+        let set = |p: &std::path::Path, m: u32| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+        };
+        set(&dir, 0o777);
+        let e = from_file.clone().finish().unwrap_err().to_string();
+        assert!(e.contains("without the sticky bit"), "{e}");
+        set(&dir, 0o1777);
+        assert_eq!(from_file.clone().finish().unwrap().tokens, ["alpha"]);
+        set(&dir, 0o700);
+        // Not a regular file: refused, not read (a FIFO would hang the start).
+        let fifo = dir.join("fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: mkfifo reads a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = Settings {
+            tokens_file: Some(fifo),
+            ..Settings::default()
+        }
+        .finish()
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("not a regular file"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
         // Named by an empty variable (an unset path in a template): refused, not "no tokens".
         let e = Settings::from_vars(|k| (k == "IDFORGE_TOKENS_FILE").then(String::new))

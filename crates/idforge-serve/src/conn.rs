@@ -38,6 +38,10 @@ pub(crate) const SHED_AFTER: Duration = Duration::from_secs(1);
 pub(crate) struct Limits {
     pub(crate) header_timeout: Duration,
     pub(crate) idle_timeout: Duration,
+    /// The longest a write may wait for the client to read (the request timeout): past it the
+    /// connection is closed, so a client that stops reading a streamed batch cannot hold its
+    /// connection, nor the batch's place, for ever.
+    pub(crate) write_timeout: Duration,
 }
 
 /// How a connection ended.
@@ -110,6 +114,8 @@ pub(crate) async fn serve_connection(
     let io = TokioIo::new(Counted {
         io: stream,
         conn: conn.clone(),
+        write_timeout: limits.write_timeout,
+        stalled: None,
     });
     let service = Counting {
         router: TowerToHyperService::new(router),
@@ -226,10 +232,39 @@ impl<B: http_body::Body + Unpin> http_body::Body for Tracked<B> {
 }
 
 /// The connection's socket, counting the bytes read (the first byte of a request head starts
-/// its header timeout).
+/// its header timeout), and failing a write that has waited [`Limits::write_timeout`] for the
+/// client to read (hyper then closes the connection).
 struct Counted {
     io: TcpStream,
     conn: Arc<Conn>,
+    write_timeout: Duration,
+    /// Since when writes wait: set by the first write that found the socket full.
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl Counted {
+    /// `r`, a write's result, unless the writes have waited past the write timeout.
+    fn bounded<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        r: Poll<std::io::Result<T>>,
+    ) -> Poll<std::io::Result<T>> {
+        if r.is_ready() {
+            self.stalled = None;
+            return r;
+        }
+        let timeout = self.write_timeout;
+        let stalled = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        if stalled.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the client read nothing for the request timeout",
+            )));
+        }
+        Poll::Pending
+    }
 }
 
 impl AsyncRead for Counted {
@@ -254,7 +289,8 @@ impl AsyncWrite for Counted {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write(cx, buf)
+        let r = Pin::new(&mut self.io).poll_write(cx, buf);
+        self.bounded(cx, r)
     }
 
     fn poll_write_vectored(
@@ -262,7 +298,8 @@ impl AsyncWrite for Counted {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+        let r = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        self.bounded(cx, r)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -270,7 +307,8 @@ impl AsyncWrite for Counted {
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.io).poll_flush(cx)
+        let r = Pin::new(&mut self.io).poll_flush(cx);
+        self.bounded(cx, r)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {

@@ -92,19 +92,44 @@ pub(crate) async fn ids_inner(
         .gen
         .text_format(p.get("format").map(String::as_str))
         .map_err(|e| fail(StatusCode::BAD_REQUEST, query_words(&e.to_string())))?;
-    // Small batches are made here, whole; a large one is streamed.
+    // Small batches are made whole: here, where the scheme waits at most a millisecond for its
+    // next tick; on the blocking pool for a coarser tick (a Sonyflake batch may sleep 10 ms, and
+    // hundreds of them on the async workers held /healthz up for seconds). A large batch is
+    // streamed.
     if count > INLINE_COUNT {
         return stream(&app, i, count, body, format).await;
     }
+    let out = if s.coarse_tick {
+        let worker = app.clone();
+        tokio::task::spawn_blocking(move || small(&worker.schemes[i], count, body, format))
+            .await
+            .map_err(|_| {
+                fail(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal error: id generation panicked (a bug: please report it)",
+                )
+            })?
+    } else {
+        small(s, count, body, format)
+    }
+    .map_err(|e| refused_message(s, &e))?;
+    s.issued.inc_by(count);
+    Ok(response(body, Body::from(out), None, i, count))
+}
+
+/// A small batch's whole body.
+fn small(
+    s: &Served,
+    count: u64,
+    body: Body3,
+    format: TextFormat,
+) -> Result<Vec<u8>, idforge::Error> {
     let mut out = Vec::with_capacity(count as usize * per_id(s, body, format) + 10);
     let mut w = Writer::new(body);
     w.open(&mut out);
-    if let Err(e) = w.ids(s, count, format, &mut out) {
-        return Err(refused_message(s, &e));
-    }
+    w.ids(s, count, format, &mut out)?;
     w.close(&mut out);
-    s.issued.inc_by(count);
-    Ok(response(body, Body::from(out), None, i, count))
+    Ok(out)
 }
 
 /// The answer to a generator's refusal; a state file lost marks the scheme broken (unready).
@@ -203,8 +228,19 @@ async fn stream(
     let deadline = tokio::time::Instant::now() + timeout;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<Vec<u8>, idforge::Error>>(QUEUED_FRAMES);
     let worker = app.clone();
+    let finished = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let done = finished.clone();
+    let handle = tokio::runtime::Handle::current();
     tokio::task::spawn_blocking(move || {
         let _permit = permit;
+        // A frame waits for room at most until the deadline: a client that reads nothing does
+        // not hold the batch (its thread, its frames, its place) past the timeout.
+        let send = |item| {
+            matches!(
+                handle.block_on(tokio::time::timeout_at(deadline, tx.send(item))),
+                Ok(Ok(()))
+            )
+        };
         let s = &worker.schemes[i];
         let mut w = Writer::new(body);
         let mut left = count;
@@ -229,7 +265,7 @@ async fn stream(
                     if matches!(e, idforge::Error::StateFile(_)) {
                         *s.broken.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
                     }
-                    let _ = tx.blocking_send(Err(e));
+                    let _ = send(Err(e));
                     return;
                 }
                 s.issued.inc_by(c);
@@ -239,8 +275,11 @@ async fn stream(
             if left == 0 {
                 w.close(&mut out);
             }
-            if tx.blocking_send(Ok(out)).is_err() {
+            if !send(Ok(out)) {
                 return;
+            }
+            if left == 0 {
+                done.store(true, std::sync::atomic::Ordering::Release);
             }
         }
     });
@@ -272,7 +311,15 @@ async fn stream(
         match rx.poll_recv(cx) {
             Poll::Ready(Some(Ok(f))) => Poll::Ready(Some(Ok(f))),
             Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(std::io::Error::other(e)))),
-            Poll::Ready(None) => Poll::Ready(None),
+            // The batch ended: whole, or stopped short (its deadline passed while the
+            // connection took nothing), which must not look like a whole body.
+            Poll::Ready(None) if finished.load(std::sync::atomic::Ordering::Acquire) => {
+                Poll::Ready(None)
+            }
+            Poll::Ready(None) => Poll::Ready(Some(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("the batch took longer than {timeout_ms} ms (--timeout-ms): cut short"),
+            )))),
             Poll::Pending => Poll::Pending,
         }
     });

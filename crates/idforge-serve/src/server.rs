@@ -86,6 +86,7 @@ pub async fn serve_on(
     let limits = Limits {
         header_timeout: app.config.header_timeout,
         idle_timeout: app.config.idle_timeout,
+        write_timeout: app.config.timeout,
     };
     let max = app.config.max_connections;
     let grace = app.config.shutdown_grace;

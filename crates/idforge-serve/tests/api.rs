@@ -1031,3 +1031,88 @@ fn metrics_count_every_request_by_route_and_status() {
         "{again}"
     );
 }
+
+/// The attack on issue 19's service: a client that asked for a large batch and then read
+/// nothing held the batch (its thread, its frames, its place under --max-batches) and its
+/// connection for ever: the timeout was checked only when the connection asked for the next
+/// frame, which a blocked write never does. The batch and the connection now end at the
+/// timeout.
+#[test]
+fn a_client_that_reads_nothing_gives_its_batch_place_back_at_the_timeout() {
+    use std::io::{Read, Write};
+    let s = start(Config {
+        max_count: 1_000_000,
+        max_batches: 1,
+        timeout: Duration::from_millis(800),
+        in_process: true,
+        ..config(&["uuid7"])
+    });
+    let mut c = std::net::TcpStream::connect(s.addr).unwrap();
+    c.write_all(b"GET /v1/ids/uuid7?count=1000000 HTTP/1.1\r\nHost: x\r\nAccept: application/octet-stream\r\n\r\n")
+        .unwrap();
+    let mut head = [0u8; 12];
+    c.read_exact(&mut head).unwrap();
+    assert_eq!(&head, b"HTTP/1.1 200");
+    // Its place is taken while it stalls...
+    let r = get(s.addr, "/v1/ids/uuid7?count=100", &[]);
+    assert_eq!(r.status, 503, "{}", r.text());
+    // ... and given back at the timeout, although the client still reads nothing.
+    let t = Instant::now();
+    loop {
+        let r = get(s.addr, "/v1/ids/uuid7?count=100", &[]);
+        if r.status == 200 {
+            assert_eq!(r.ids().len(), 100);
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "a client that reads nothing still holds the only batch place {:?} after its request's timeout of 800 ms",
+            t.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Its connection was closed, its body short of its length.
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut rest = Vec::new();
+    let _ = c.read_to_end(&mut rest);
+    assert!(rest.len() < 16_000_000, "{}", rest.len());
+    drop(c);
+}
+
+/// The attack on issue 19's service: small Sonyflake batches (a 10 ms tick) slept on the async
+/// workers, and under hundreds of them /healthz took seconds. They are made on the blocking pool.
+#[test]
+fn small_batches_of_a_coarse_tick_do_not_hold_up_the_async_workers() {
+    let s = start(Config {
+        in_process: true,
+        ..config(&["sonyflake"])
+    });
+    let addr = s.addr;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load: Vec<_> = (0..96)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    assert_eq!(get(addr, "/v1/ids/sonyflake?count=64", &[]).status, 200);
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut worst = Duration::ZERO;
+    for _ in 0..20 {
+        let t = Instant::now();
+        assert_eq!(get(addr, "/healthz", &[]).status, 200);
+        worst = worst.max(t.elapsed());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for t in load {
+        t.join().unwrap();
+    }
+    assert!(
+        worst < Duration::from_millis(250),
+        "/healthz took {worst:?} beside 96 clients of small Sonyflake batches"
+    );
+}
