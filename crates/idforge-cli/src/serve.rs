@@ -78,6 +78,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "MS")]
     shutdown_grace_ms: Option<u64>,
     /// Bearer tokens, one per line (# starts a comment). With tokens, every route but /healthz
+    /// (and /readyz without an Authorization header, which then says ready or not, not why)
     /// needs `Authorization: Bearer TOKEN`.
     #[arg(long, value_name = "FILE")]
     tokens_file: Option<PathBuf>,

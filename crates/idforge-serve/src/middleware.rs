@@ -142,7 +142,12 @@ pub(crate) async fn guard(State(app): State<Arc<App>>, req: Request, next: Next)
     res
 }
 
-pub(crate) async fn guarded(app: &Arc<App>, req: Request, next: Next) -> Response {
+/// Marks a request to `/readyz` made without a token on a service with tokens: it is answered
+/// without the reasons of a 503.
+#[derive(Clone, Copy)]
+pub(crate) struct Anonymous;
+
+pub(crate) async fn guarded(app: &Arc<App>, mut req: Request, next: Next) -> Response {
     let uri_len = req.uri().path_and_query().map_or(0, |p| p.as_str().len());
     if uri_len > MAX_URI_BYTES {
         return error(
@@ -151,7 +156,11 @@ pub(crate) async fn guarded(app: &Arc<App>, req: Request, next: Next) -> Respons
         );
     }
     if !app.tokens.is_empty() && req.uri().path() != "/healthz" {
-        if let Err(e) = authorize(&app.tokens, req.headers()) {
+        // /readyz without a token (a kubelet's httpGet probe, a load balancer's health check)
+        // says ready or not, without the reasons; a token that is sent must be right.
+        if req.uri().path() == "/readyz" && !req.headers().contains_key(header::AUTHORIZATION) {
+            req.extensions_mut().insert(Anonymous);
+        } else if let Err(e) = authorize(&app.tokens, req.headers()) {
             return e.into_response();
         }
     }

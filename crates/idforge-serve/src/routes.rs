@@ -159,7 +159,10 @@ pub(crate) async fn healthz() -> Response {
     operation_id = "ready",
     summary = "Readiness: 200 when every served scheme can issue an id now",
     description = "Each served scheme issues one id: a state file deleted or replaced, a clock \
-        behind the last id, or a node id whose lease is not held makes the service unready.",
+        behind the last id, or a node id whose lease is not held makes the service unready. \
+        Without an Authorization header it needs no token (for probes) and a 503 does not say \
+        why; with one, the token must be right and a 503 gives the reasons.",
+    security((), ("bearer" = [])),
     responses(
         (status = 200, description = "Ready.", body = Status),
         (status = 401, response = Unauthorized),
@@ -169,7 +172,11 @@ pub(crate) async fn healthz() -> Response {
         (status = 503, response = Unavailable),
     )
 )]
-pub(crate) async fn readyz(State(app): State<Arc<App>>) -> Response {
+pub(crate) async fn readyz(State(app): State<Arc<App>>, req: Request) -> Response {
+    let anonymous = req
+        .extensions()
+        .get::<crate::middleware::Anonymous>()
+        .is_some();
     let probe = app.clone();
     let problems = tokio::task::spawn_blocking(move || {
         let mut problems = Vec::new();
@@ -212,6 +219,11 @@ pub(crate) async fn readyz(State(app): State<Arc<App>>) -> Response {
     .unwrap_or_else(|_| vec!["the readiness check panicked".into()]);
     if problems.is_empty() {
         json_ok(&serde_json::json!({ "status": "ready" }))
+    } else if anonymous {
+        error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not ready (send the bearer token for the reasons)",
+        )
     } else {
         error(
             StatusCode::SERVICE_UNAVAILABLE,

@@ -592,7 +592,7 @@ fn schemes_health_readiness_metrics_and_openapi() {
 }
 
 #[test]
-fn bearer_tokens_guard_every_route_but_healthz() {
+fn bearer_tokens_guard_every_route_but_healthz_and_an_anonymous_readyz() {
     let s = start(Config {
         tokens: vec!["first-token".into(), "second-token".into()],
         ..config(&["snowflake"])
@@ -607,9 +607,14 @@ fn bearer_tokens_guard_every_route_but_healthz() {
         "/nope",
     ] {
         let r = get(s.addr, path, &[]);
-        assert_eq!(r.status, 401, "{path}");
-        assert!(r.header("www-authenticate").unwrap().starts_with("Bearer"));
-        assert!(r.error().contains("Authorization: Bearer"), "{}", r.error());
+        if path == "/readyz" {
+            // For probes: ready or not without a token (reasons only with one, below).
+            assert_eq!(r.status, 200, "{path}");
+        } else {
+            assert_eq!(r.status, 401, "{path}");
+            assert!(r.header("www-authenticate").unwrap().starts_with("Bearer"));
+            assert!(r.error().contains("Authorization: Bearer"), "{}", r.error());
+        }
         let r = get(s.addr, path, &[("Authorization", "Bearer first-tokem")]);
         assert_eq!(r.status, 403, "{path}");
         let r = get(
@@ -1115,4 +1120,32 @@ fn small_batches_of_a_coarse_tick_do_not_hold_up_the_async_workers() {
         worst < Duration::from_millis(250),
         "/healthz took {worst:?} beside 96 clients of small Sonyflake batches"
     );
+}
+
+/// A kubelet's `httpGet` probe cannot send a token from a Secret: with tokens set, /readyz
+/// answered every probe 401, and the production configuration needed curl in the image. It now
+/// answers without a token, ready or not, keeping the reasons (state file paths, etcd leases)
+/// for requests with the token; a wrong token is still refused.
+#[test]
+fn readyz_answers_probes_without_a_token_and_keeps_the_reasons_for_the_token() {
+    let s = start(Config {
+        node: Some(34),
+        tokens: vec!["probe-test-token".into()],
+        ..config(&["snowflake"])
+    });
+    assert_eq!(get(s.addr, "/readyz", &[]).status, 200);
+    let (_, path) = s.app.state_files().into_iter().next().unwrap();
+    std::fs::remove_file(&path).unwrap();
+    std::thread::sleep(Duration::from_millis(5));
+    let auth = [("Authorization", "Bearer probe-test-token")];
+    assert_eq!(get(s.addr, "/v1/ids/snowflake", &auth).status, 503);
+    let r = get(s.addr, "/readyz", &[]);
+    assert_eq!(r.status, 503);
+    assert!(!r.error().contains("snowflake"), "{}", r.error());
+    assert!(r.error().contains("send the bearer token"), "{}", r.error());
+    let r = get(s.addr, "/readyz", &auth);
+    assert_eq!(r.status, 503);
+    assert!(r.error().contains("snowflake"), "{}", r.error());
+    let r = get(s.addr, "/readyz", &[("Authorization", "Bearer wrong")]);
+    assert_eq!(r.status, 403);
 }
