@@ -8,19 +8,30 @@ use axum::http::{header, HeaderMap, StatusCode};
 use crate::errors::{fail, ApiError};
 
 pub(crate) type Params =
-    Result<Query<HashMap<String, String>>, axum::extract::rejection::QueryRejection>;
+    Result<Query<Vec<(String, String)>>, axum::extract::rejection::QueryRejection>;
 
-/// The query parameters, refusing any not in `known`.
+/// The query parameters, refusing any not in `known`, and any given twice (`count=5&count=6`:
+/// a proxy that checked the first would be bypassed by the last).
 pub(crate) fn params(q: Params, known: &[&str]) -> Result<HashMap<String, String>, ApiError> {
-    let Query(map) = q.map_err(|e| fail(StatusCode::BAD_REQUEST, e.body_text()))?;
-    if let Some(k) = map.keys().find(|k| !known.contains(&k.as_str())) {
-        return Err(fail(
-            StatusCode::BAD_REQUEST,
-            format!(
-                "unknown parameter {k:?}: this route takes {}",
-                known.join(", ")
-            ),
-        ));
+    let Query(pairs) = q.map_err(|e| fail(StatusCode::BAD_REQUEST, e.body_text()))?;
+    let mut map = HashMap::with_capacity(pairs.len());
+    for (k, v) in pairs {
+        if !known.contains(&k.as_str()) {
+            return Err(fail(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "unknown parameter {k:?}: this route takes {}",
+                    known.join(", ")
+                ),
+            ));
+        }
+        if map.contains_key(&k) {
+            return Err(fail(
+                StatusCode::BAD_REQUEST,
+                format!("parameter {k:?} is given twice: give it once"),
+            ));
+        }
+        map.insert(k, v);
     }
     Ok(map)
 }

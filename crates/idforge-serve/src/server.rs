@@ -321,6 +321,23 @@ impl std::error::Error for CannotListen {
     }
 }
 
+/// The listen backlog asked for: connections past `--max-connections` wait there (the kernel
+/// caps it at `net.core.somaxconn`).
+pub(crate) const LISTEN_BACKLOG: u32 = 1024;
+
+/// A listener on `addr` with a backlog of [`LISTEN_BACKLOG`] (tokio's `bind` asks for 128).
+fn bind(addr: std::net::SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    // As std's and tokio's own bind do on Unix: a restarted server binds again at once.
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
 /// Opens the schemes, listens on the configured address and serves ([`serve_on`]) until SIGTERM
 /// or SIGINT; then gives the leased node ids back and says how it stopped.
 ///
@@ -343,12 +360,10 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let app = tokio::task::spawn_blocking(move || App::open(config))
         .await
         .context("opening the schemes panicked")??;
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .map_err(|source| CannotListen {
-            addr: listen,
-            source,
-        })?;
+    let listener = bind(listen).map_err(|source| CannotListen {
+        addr: listen,
+        source,
+    })?;
     let addr = listener.local_addr()?;
     tracing::info!(
         "listening on http://{addr}; schemes: {}; auth: {}",

@@ -1149,3 +1149,17 @@ fn readyz_answers_probes_without_a_token_and_keeps_the_reasons_for_the_token() {
     let r = get(s.addr, "/readyz", &[("Authorization", "Bearer wrong")]);
     assert_eq!(r.status, 403);
 }
+
+#[test]
+fn a_parameter_given_twice_is_refused() {
+    let s = start(config(&["uuid7"]));
+    // The last one won: a proxy that checked the first count was bypassed.
+    let r = get(s.addr, "/v1/ids/uuid7?count=5&count=6", &[]);
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(
+        r.error().contains("\"count\" is given twice"),
+        "{}",
+        r.error()
+    );
+    assert_eq!(get(s.addr, "/v1/ids/uuid7?count=5", &[]).ids().len(), 5);
+}
