@@ -27,10 +27,16 @@ pub struct GenArgs {
     #[arg(long)]
     node: Option<u64>,
     /// Output format: dec, hex, base32, uuid, ulid, xid or typeid (default: the format's own text
-    /// for ulid, tsid (base32), objectid (hex) and xid, uuid for UUID schemes, dec otherwise); for
+    /// for ulid, tsid (base32), objectid (hex), xid and typeid, uuid for UUID schemes, dec
+    /// otherwise); for
     /// nanots and nanots-host also `time` (2021-12-28T14:07:02.954100128).
     #[arg(long, short = 'f')]
     format: Option<String>,
+    /// typeid (or --format typeid): the TypeID prefix, e.g. `user` for user_01h455vb4pex5vsknk084sn02q;
+    /// empty or up to 63 of a-z and `_`, starting and ending with a letter. Without it, the
+    /// bare 26-character suffix.
+    #[arg(long)]
+    prefix: Option<String>,
     /// Layout of the custom scheme: fields from the most significant bit down, then options.
     /// Example: time:41,node:10,counter:12,tick=1ms,epoch=2020-01-01T00:00:00Z
     #[arg(long)]
@@ -172,6 +178,7 @@ struct Plan {
     opts: OpenOptions,
     count: u64,
     format: Option<String>,
+    prefix: Option<String>,
     progress: bool,
     print_state_path: bool,
 }
@@ -201,7 +208,7 @@ pub fn run(a: GenArgs) -> anyhow::Result<ExitCode> {
     let written = (|| {
         let g = Opened::open(&plan.kind, &opts)?;
         warn_if_not_signed64(&plan.kind, opts.node);
-        let format = g.text_format(plan.format.as_deref())?;
+        let format = g.text_format_prefixed(plan.format.as_deref(), plan.prefix.as_deref())?;
         crate::output::write_ids(&g, plan.count, format, plan.progress)
     })();
     if let Some(held) = held {
@@ -375,6 +382,7 @@ fn plan(a: GenArgs) -> anyhow::Result<Plan> {
         opts,
         count: a.count,
         format: a.format,
+        prefix: a.prefix,
         progress: a.progress || (a.count >= 1_000_000 && io::stderr().is_terminal()),
         print_state_path: a.state_path,
     })

@@ -19,7 +19,9 @@ pub struct InspectArgs {
     /// The scheme of the ids (names as in `gen`, case-insensitive). Needed for integer ids; UUIDs
     /// are recognised by their version (8: uprotocol-v8, b: locality), except version 7: uuid7,
     /// uprotocol and other libraries use its bits differently, so without --scheme uuid7 or
-    /// --scheme uprotocol only its time and raw rand_a/rand_b bits are shown.
+    /// --scheme uprotocol only its time and raw rand_a/rand_b bits are shown. TypeID text with a
+    /// prefix (user_01h455vb4pex5vsknk084sn02q) is recognised by its shape; a bare TypeID suffix
+    /// needs --scheme typeid (or --format typeid).
     #[arg(long, short = 's')]
     scheme: Option<String>,
     /// Layout of the custom scheme (see `idforge gen --help`).

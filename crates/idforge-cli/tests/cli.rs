@@ -938,3 +938,48 @@ fn bench_measures_every_named_scheme_and_writes_json() {
     assert_eq!(v[0]["clock"], "ticker");
     assert!(v[0]["clock_read_ns"].as_f64().unwrap() > 0.0, "{v}");
 }
+
+#[test]
+fn gen_typeid_takes_a_prefix_and_inspect_reads_it_back() {
+    let o = idforge(&["gen", "typeid", "--prefix", "user", "-n", "3"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ids: Vec<String> = stdout(&o).lines().map(String::from).collect();
+    assert_eq!(ids.len(), 3);
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    for id in &ids {
+        assert!(id.starts_with("user_") && id.len() == 31, "{id}");
+        let o = idforge(&["inspect", "--json", id]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+        assert_eq!(
+            (v["scheme"].as_str(), v["prefix"].as_str()),
+            (Some("typeid"), Some("user"))
+        );
+        assert_eq!(v["version"], 7);
+        assert!(v["unix_ms"].is_u64(), "{v}");
+    }
+    // No prefix: the bare suffix, read with the scheme named.
+    let bare = stdout(&idforge(&["gen", "typeid"]));
+    assert_eq!(bare.trim().len(), 26);
+    let line = stdout(&idforge(&["inspect", "--scheme", "typeid", bare.trim()]));
+    assert!(
+        line.contains("scheme=typeid") && line.contains("time="),
+        "{line}"
+    );
+    // A prefix the spec refuses, and one with another format.
+    for args in [
+        &["gen", "typeid", "--prefix", "User"][..],
+        &["gen", "typeid", "--prefix", "user_"],
+        &["gen", "typeid", "--prefix", "user", "--format", "uuid"],
+        &["gen", "snowflake", "--node", "1", "--prefix", "user"],
+    ] {
+        let o = idforge(args);
+        assert!(!o.status.success(), "{args:?}");
+        assert!(stderr(&o).contains("prefix"), "{args:?}: {}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "{args:?}");
+    }
+    // The spec's overflow is refused by inspect.
+    let o = idforge(&["inspect", "user_8zzzzzzzzzzzzzzzzzzzzzzzzz"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("above 7"), "{}", stderr(&o));
+}

@@ -215,9 +215,18 @@ pub(crate) struct IdsQuery {
     #[param(minimum = 1, default = 1)]
     count: Option<u64>,
     /// Text format (JSON and text bodies); default: the format's own text for ulid, tsid
-    /// (base32), objectid (hex) and xid, uuid for UUID schemes, dec otherwise.
+    /// (base32), objectid (hex), xid and typeid, uuid for UUID schemes, dec otherwise.
     #[param(inline)]
     format: Option<FormatName>,
+    /// TypeID text's prefix (the typeid scheme, or format=typeid): empty, or up to 63 of a-z and
+    /// `_`, starting and ending with a letter; absent: the bare 26-character suffix. With
+    /// another format it is 400.
+    #[param(
+        max_length = 63,
+        pattern = "^([a-z]([a-z_]{0,61}[a-z])?)?$",
+        example = "user"
+    )]
+    prefix: Option<String>,
 }
 
 /// The path of `GET /v1/inspect/{id}`.
@@ -309,6 +318,9 @@ fn any_width() -> Schema {
 #[allow(dead_code)] // documentation only
 pub(crate) struct Decoded {
     id: String,
+    /// TypeID: the prefix (empty for a bare suffix)
+    #[schema(nullable = false)]
+    prefix: Option<String>,
     /// The scheme, or uuid-v7 / uuid-v8 for a version 7 or 8 UUID decoded without a scheme.
     scheme: String,
     /// The id's value in decimal.

@@ -1116,3 +1116,61 @@ fn small_batches_of_a_coarse_tick_do_not_hold_up_the_async_workers() {
         "/healthz took {worst:?} beside 96 clients of small Sonyflake batches"
     );
 }
+
+#[test]
+fn typeid_ids_take_their_prefix_from_the_query() {
+    let s = start(config(&["typeid", "uuid7"]));
+    let ids = get(s.addr, "/v1/ids/typeid?count=3&prefix=user", &[]).ids();
+    assert_eq!(ids.len(), 3);
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    for id in &ids {
+        let t: idforge::schemes::typeid::TypeId = id.parse().unwrap();
+        assert_eq!(t.prefix(), "user");
+        assert_eq!((t.uuid() >> 76) & 0xF, 7, "a UUIDv7: {id}");
+    }
+    // Without a prefix, the bare suffix; as text lines; streamed (more than 64).
+    let bare = get(s.addr, "/v1/ids/typeid", &[]).ids();
+    assert_eq!(bare[0].len(), 26);
+    let lines = get(
+        s.addr,
+        "/v1/ids/typeid?count=500&prefix=order_item",
+        &[("Accept", "text/plain")],
+    );
+    assert_eq!(lines.status, 200);
+    let body = lines.text();
+    let lines: Vec<&str> = body.lines().collect();
+    assert_eq!(lines.len(), 500);
+    assert!(lines
+        .iter()
+        .all(|l| l.len() == 11 + 26 && l.starts_with("order_item_")));
+    // Any 128-bit scheme as TypeID text.
+    let u = get(s.addr, "/v1/ids/uuid7?format=typeid&prefix=order", &[]).ids();
+    assert!(u[0].starts_with("order_0"), "{u:?}");
+    // Prefixes the spec refuses, and a prefix for other text: 400, nothing issued.
+    for bad in [
+        "/v1/ids/typeid?prefix=User",
+        "/v1/ids/typeid?prefix=user1",
+        "/v1/ids/typeid?prefix=_user",
+        "/v1/ids/typeid?prefix=user&format=uuid",
+        "/v1/ids/uuid7?prefix=user",
+    ] {
+        let r = get(s.addr, bad, &[]);
+        assert_eq!(r.status, 400, "{bad}");
+        assert!(r.error().contains("prefix"), "{bad}: {}", r.error());
+    }
+    // Inspected with and without the scheme.
+    let r = get(s.addr, &format!("/v1/inspect/{}", ids[0]), &[]);
+    assert_eq!(r.status, 200);
+    let j = r.json();
+    assert_eq!(
+        (j["scheme"].as_str(), j["prefix"].as_str()),
+        (Some("typeid"), Some("user"))
+    );
+    assert!(j["unix_ms"].as_u64().is_some());
+    let r = get(
+        s.addr,
+        &format!("/v1/inspect/{}?scheme=typeid", bare[0]),
+        &[],
+    );
+    assert_eq!(r.json()["prefix"], "");
+}

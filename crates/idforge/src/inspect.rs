@@ -48,6 +48,8 @@ pub enum Part {
     Int(u128),
     /// Bits shown as text (`rand_b`, a MAC fragment, the variant): always a string.
     Hex(String),
+    /// Text (a TypeID's prefix): always a string.
+    Text(String),
     /// A UUID version: hex in text (`b`), a number in JSON (11), as RFC 9562 numbers them.
     Version(u8),
 }
@@ -56,7 +58,7 @@ impl std::fmt::Display for Part {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Part::Int(n) => write!(f, "{n}"),
-            Part::Hex(s) => f.write_str(s),
+            Part::Hex(s) | Part::Text(s) => f.write_str(s),
             Part::Version(v) => write!(f, "{v:x}"),
         }
     }
@@ -68,7 +70,7 @@ impl serde::Serialize for Part {
         match self {
             Part::Int(n) if *n <= 1 << 53 => s.serialize_u64(*n as u64),
             Part::Int(n) => s.collect_str(n),
-            Part::Hex(t) => s.serialize_str(t),
+            Part::Hex(t) | Part::Text(t) => s.serialize_str(t),
             Part::Version(v) => s.serialize_u8(*v),
         }
     }
@@ -157,6 +159,8 @@ pub struct Decoded {
     /// version 7 UUID decoded without a scheme, which may also come from another library,
     /// [`V8_LAYOUTS`] for a version 8 UUID); empty when it was decoded as one scheme.
     pub layouts: Vec<String>,
+    /// A TypeID's prefix (possibly empty), for an id decoded as TypeID text.
+    pub prefix: Option<String>,
 }
 
 impl Decoded {
@@ -181,7 +185,7 @@ impl Decoded {
     }
 
     /// The scheme's own parts, named as the scheme names them, in the order `idforge inspect`
-    /// prints them: `node` (`host` for nanots-host, `tag` for nanots, `rand_b` for
+    /// prints them: `prefix` (TypeID), `node` (`host` for nanots-host, `tag` for nanots, `rand_b` for
     /// uprotocol-v8), `counter`, `pid`, `mac`, `random`, `rand_a`, `rand_b`, `custom_a`,
     /// `custom_b`, `custom_c`, `version`, `variant`. The command line's text and JSON, and the service's JSON, come from here.
     ///
@@ -193,6 +197,9 @@ impl Decoded {
     /// ```
     pub fn parts(&self) -> Vec<(&'static str, Part)> {
         let mut out = Vec::new();
+        if let Some(p) = &self.prefix {
+            out.push(("prefix", Part::Text(p.clone())));
+        }
         if let Some(node) = self.node {
             out.push(match self.scheme.as_str() {
                 "uprotocol-v8" => ("rand_b", Part::Hex(format!("{node:016x}"))),
@@ -299,6 +306,13 @@ pub fn inspect(
     format: Option<Format>,
 ) -> Result<Decoded, Error> {
     let trimmed = input.trim();
+    let typeid_text = match format {
+        Some(f) => f == Format::TypeId,
+        None => looks_like_typeid(trimmed),
+    };
+    if scheme == Some(&Scheme::TypeId) || (scheme.is_none() && typeid_text) {
+        return inspect_typeid(input, trimmed, format);
+    }
     let scheme = match scheme {
         Some(s) => s.clone(),
         None => {
@@ -399,7 +413,69 @@ pub fn inspect(
         custom_b: None,
         custom_c: None,
         layouts: Vec::new(),
+        prefix: None,
     })
+}
+
+/// Whether text has the shape of TypeID text with a prefix: a `_` and 26 characters after the
+/// last one. (A bare suffix is read as TypeID text only with the scheme or the format named:
+/// it has the shape of a lowercase ULID.)
+pub fn looks_like_typeid(t: &str) -> bool {
+    t.rfind('_').is_some_and(|at| t.len() - at - 1 == 26) && !text::looks_like_uuid(t)
+}
+
+/// TypeID text (`prefix_suffix`, or the bare suffix), or with a format named, the UUID in that
+/// format (then with the empty prefix). A UUIDv7 suffix is decoded as the `typeid` scheme's
+/// layout (uuid7's: time, counter, random); the spec lets a suffix hold any UUID, which is
+/// decoded as far as its version says, under the scheme `typeid`.
+fn inspect_typeid(input: &str, trimmed: &str, format: Option<Format>) -> Result<Decoded, Error> {
+    let (prefix, value) = match format {
+        None | Some(Format::TypeId) => text::parse_typeid(trimmed, input)?,
+        Some(f) => ("", text::parse(trimmed, 128, Some(f))?),
+    };
+    let canonical = text::TypeIdPrefix::new(prefix)?.encode(value).to_string();
+    let version = ((value >> 76) & 0xF) as u8;
+    let variant = ((value >> 62) & 0b11) as u8;
+    let mut d = if version == 7 && variant == 0b10 {
+        let text = text::encode(value, 128, Format::Uuid);
+        // uuid7's layout, which the typeid scheme's is (read as uuid7: not this function again).
+        inspect(text.as_str(), Some(&Scheme::Uuid7), Some(Format::Uuid))?
+    } else {
+        other_uuid(trimmed, value)
+    };
+    d.input = trimmed.to_string();
+    d.scheme = Scheme::TypeId.name().into();
+    d.canonical = canonical;
+    d.prefix = Some(prefix.to_string());
+    d.layouts = Vec::new();
+    Ok(d)
+}
+
+/// A UUID of any version, decoded only as far as its version and variant.
+fn other_uuid(trimmed: &str, value: u128) -> Decoded {
+    Decoded {
+        input: trimmed.to_string(),
+        scheme: "uuid".into(),
+        value,
+        bits: 128,
+        unix_ns: None,
+        time: None,
+        node: None,
+        counter: None,
+        random: None,
+        version: Some(((value >> 76) & 0xF) as u8),
+        variant: Some(((value >> 62) & 0b11) as u8),
+        canonical: text::encode(value, 128, Format::Uuid).to_string(),
+        pid: None,
+        mac: None,
+        rand_a: None,
+        rand_b: None,
+        custom_a: None,
+        custom_b: None,
+        custom_c: None,
+        layouts: Vec::new(),
+        prefix: None,
+    }
 }
 
 /// Chronicle's timestamp text: a 4-digit year and a dash.
@@ -440,6 +516,7 @@ fn inspect_v7(trimmed: &str, value: u128) -> Result<Decoded, Error> {
         custom_b: None,
         custom_c: None,
         layouts: V7_LAYOUTS.iter().map(|s| s.to_string()).collect(),
+        prefix: None,
     })
 }
 
@@ -475,6 +552,7 @@ fn inspect_v8(trimmed: &str, value: u128) -> Result<Decoded, Error> {
         custom_b: Some((value >> 64) & 0xFFF),
         custom_c: Some(value & ((1u128 << 62) - 1)),
         layouts: V8_LAYOUTS.iter().map(|s| s.to_string()).collect(),
+        prefix: None,
     })
 }
 
@@ -564,6 +642,7 @@ pub fn inspect_nanots_host(input: &str, digits: u32) -> Result<Decoded, Error> {
         custom_b: None,
         custom_c: None,
         layouts: Vec::new(),
+        prefix: None,
     })
 }
 
@@ -616,6 +695,7 @@ pub fn inspect_locality(input: &str, format: Option<Format>) -> Result<Decoded, 
         custom_b: None,
         custom_c: None,
         layouts: Vec::new(),
+        prefix: None,
     })
 }
 

@@ -249,6 +249,221 @@ proptest! {
 }
 
 // ---------------------------------------------------------------------------------------------
+// TypeID
+
+/// The UUID of canonical UUID text.
+fn uuid_value(t: &str) -> u128 {
+    text::parse_uuid(t, t).unwrap()
+}
+
+/// One TypeID case that must decode: to its prefix and UUID, back to the same text, and through
+/// `inspect` (with and without the scheme named).
+fn typeid_decodes(t: &str, prefix: &str, uuid: u128) {
+    use idforge::schemes::typeid::TypeId;
+    let id: TypeId = t.parse().unwrap_or_else(|e| panic!("{t:?}: {e}"));
+    assert_eq!((id.prefix(), id.uuid()), (prefix, uuid), "{t}");
+    assert_eq!(id.to_string(), t, "encodes back");
+    assert_eq!(TypeId::new(prefix, uuid).unwrap().to_string(), t);
+    assert_eq!(
+        text::TypeIdPrefix::new(prefix)
+            .unwrap()
+            .encode(uuid)
+            .as_str(),
+        t
+    );
+    assert_eq!(text::parse_typeid(t, t).unwrap(), (prefix, uuid));
+    assert_eq!(text::parse(t, 128, Some(Format::TypeId)).unwrap(), uuid);
+    let kind = Kind::from_name("typeid", None).unwrap();
+    let d = inspect_as(t, Some(&kind), None, None).unwrap_or_else(|e| panic!("{t:?}: {e}"));
+    assert_eq!((d.value, d.canonical.as_str()), (uuid, t));
+    assert_eq!(d.prefix.as_deref(), Some(prefix));
+    assert_eq!(d.scheme, "typeid");
+    let version = ((uuid >> 76) & 0xF) as u8;
+    if version == 7 && (uuid >> 62) & 0b11 == 0b10 {
+        assert_eq!(d.unix_ms(), Some(uuid >> 80), "{t}: a UUIDv7's time");
+    }
+    assert_eq!(d.version, Some(version));
+    if !prefix.is_empty() {
+        // `prefix_suffix` is recognised without the scheme.
+        let d = inspect_as(t, None, None, None).unwrap();
+        assert_eq!((d.value, d.prefix.as_deref()), (uuid, Some(prefix)));
+    }
+}
+
+/// One TypeID case that must be refused by every parser; `inspect` trims its input (lines of
+/// standard input), so text that is valid once trimmed is the only thing it accepts.
+fn typeid_refused(t: &str) {
+    use idforge::schemes::typeid::TypeId;
+    assert!(t.parse::<TypeId>().is_err(), "accepted {t:?}");
+    assert!(
+        text::parse_typeid(t, t).is_err(),
+        "parse_typeid accepted {t:?}"
+    );
+    let kind = Kind::from_name("typeid", None).unwrap();
+    for k in [Some(&kind), None] {
+        match inspect_as(t, k, Some(Format::TypeId), None) {
+            Err(_) => {}
+            Ok(d) => {
+                assert_ne!(t.trim(), t, "inspect accepted {t:?}");
+                assert!(t.trim().parse::<TypeId>().is_ok(), "inspect accepted {t:?}");
+                assert_eq!(d.canonical, t.trim());
+            }
+        }
+    }
+}
+
+#[test]
+fn typeid_reference_vectors_decode_and_encode() {
+    let v = vectors("typeid");
+    let mut spec_cases = HashSet::new();
+    for case in list(&v, "valid") {
+        let t = case["text"].as_str().unwrap();
+        typeid_decodes(
+            t,
+            case["prefix"].as_str().unwrap(),
+            uuid_value(case["uuid"].as_str().unwrap()),
+        );
+        if let Some(c) = case["spec_case"].as_str() {
+            spec_cases.insert(c.to_string());
+        }
+    }
+    for case in list(&v, "invalid") {
+        typeid_refused(case["text"].as_str().unwrap());
+        if let Some(c) = case["spec_case"].as_str() {
+            spec_cases.insert(c.to_string());
+        }
+    }
+    // Every case of the spec's valid.yml and invalid.yml (spec 0.3.0) has one of ours.
+    for c in [
+        "nil",
+        "one",
+        "ten",
+        "sixteen",
+        "thirty-two",
+        "max-valid",
+        "valid-alphabet",
+        "valid-uuidv7",
+        "prefix-underscore",
+        "prefix-uppercase",
+        "prefix-numeric",
+        "prefix-period",
+        "prefix-non-ascii",
+        "prefix-spaces",
+        "prefix-64-chars",
+        "separator-empty-prefix",
+        "separator-empty",
+        "suffix-short",
+        "suffix-long",
+        "suffix-spaces",
+        "suffix-uppercase",
+        "suffix-hyphens",
+        "suffix-wrong-alphabet",
+        "suffix-ambiguous-crockford",
+        "suffix-hyphens-crockford",
+        "suffix-overflow",
+        "prefix-underscore-start",
+        "prefix-underscore-end",
+        "empty",
+        "prefix-empty",
+    ] {
+        assert!(spec_cases.contains(c), "no vector for the spec's case {c}");
+    }
+}
+
+/// The spec's own `valid.json` and `invalid.json` (jetify-com/typeid, spec/), read from the
+/// directory in `IDFORGE_TYPEID_SPEC` when it is set (they are not kept in this repository:
+/// `tests/vectors/README.md`).
+#[test]
+fn typeid_spec_files_when_given() {
+    let Some(dir) = std::env::var_os("IDFORGE_TYPEID_SPEC") else {
+        return;
+    };
+    let read = |name: &str| -> Value {
+        let p = Path::new(&dir).join(name);
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap()
+    };
+    let valid = read("valid.json");
+    for case in valid.as_array().unwrap() {
+        typeid_decodes(
+            case["typeid"].as_str().unwrap(),
+            case["prefix"].as_str().unwrap(),
+            uuid_value(case["uuid"].as_str().unwrap()),
+        );
+    }
+    let invalid = read("invalid.json");
+    for case in invalid.as_array().unwrap() {
+        typeid_refused(case["typeid"].as_str().unwrap());
+    }
+    eprintln!(
+        "{} valid and {} invalid spec cases checked",
+        valid.as_array().unwrap().len(),
+        invalid.as_array().unwrap().len()
+    );
+}
+
+#[test]
+fn typeid_generates_with_a_prefix_through_the_catalog() {
+    let kind = Kind::from_name("typeid", None).unwrap();
+    let g = Opened::open(&kind, &OpenOptions::default()).unwrap();
+    let f = g.text_format_prefixed(None, Some("user")).unwrap();
+    let mut ids = Vec::new();
+    g.take(2000, |id| ids.push(id)).unwrap();
+    let texts: Vec<String> = ids.iter().map(|&id| g.render(id, f)).collect();
+    assert!(
+        texts.windows(2).all(|w| w[0] < w[1]),
+        "text sorts like the ids"
+    );
+    for (id, t) in ids.iter().zip(&texts) {
+        assert_eq!(t.len(), 5 + 26);
+        assert!(t.starts_with("user_") && t.as_bytes()[5] <= b'7', "{t}");
+        assert_eq!((id >> 76) & 0xF, 7, "a UUIDv7");
+        assert_eq!((id >> 62) & 0b11, 0b10);
+    }
+    let d = inspect_as(&texts[0], Some(&kind), None, None).unwrap();
+    assert_eq!((d.value, d.prefix.as_deref()), (ids[0], Some("user")));
+    assert!(d.counter.is_some());
+    // The default is the bare suffix; the UUID text of the same id on request.
+    assert_eq!(
+        g.render(ids[0], g.text_format(None).unwrap()),
+        &texts[0][5..]
+    );
+    let u = g.render(ids[0], g.text_format(Some("uuid")).unwrap());
+    assert_eq!(text::parse_uuid(&u, &u).unwrap(), ids[0]);
+    // Prefixes the spec refuses, and a prefix where no TypeID text is written.
+    for bad in ["User", "user1", "_user", "user_", &"a".repeat(64), "us er"] {
+        assert!(g.text_format_prefixed(None, Some(bad)).is_err(), "{bad:?}");
+    }
+    assert!(g.text_format_prefixed(Some("uuid"), Some("user")).is_err());
+    assert!(
+        g.text_format_prefixed(None, Some("")).is_ok(),
+        "the empty prefix is the spec's"
+    );
+    // Any 128-bit scheme can be written as TypeID text.
+    let u7 = Opened::open_name("uuid7", None, &OpenOptions::default()).unwrap();
+    let f = u7
+        .text_format_prefixed(Some("typeid"), Some("order"))
+        .unwrap();
+    assert!(u7.render(u7.next().unwrap(), f).starts_with("order_0"));
+}
+
+proptest! {
+    #[test]
+    fn typeid_text_round_trips(v in any::<u128>(), p in "([a-z]([a-z_]{0,61}[a-z])?)?") {
+        let t = text::TypeIdPrefix::new(&p).unwrap().encode(v);
+        let (prefix, back) = text::parse_typeid(t.as_str(), "").unwrap();
+        prop_assert_eq!((prefix, back), (p.as_str(), v));
+    }
+
+    #[test]
+    fn typeid_parser_never_panics_and_accepts_only_canonical_text(s in "[0-9a-zA-Z_ .-]{0,40}") {
+        if let Ok((prefix, v)) = text::parse_typeid(&s, "") {
+            let back = text::TypeIdPrefix::new(prefix).unwrap().encode(v);
+            prop_assert_eq!(back.as_str(), s.as_str());
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Generation through the catalog, every format
 
 /// Each format's scheme (with a node where it takes one).
@@ -258,6 +473,7 @@ fn formats() -> Vec<(Scheme, Option<u64>)> {
         (Scheme::Tsid, Some(7)),
         (Scheme::ObjectId, Some(0x12_3456_789a)),
         (Scheme::Xid, Some(0xab_cdef_0123)),
+        (Scheme::TypeId, None),
     ]
 }
 

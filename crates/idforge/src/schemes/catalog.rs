@@ -23,7 +23,7 @@ pub enum Kind {
 const LOCALITY: &str = "locality";
 
 /// The names [`Kind::from_name`] accepts, in the order `idforge schemes` lists them.
-pub const NAMES: [&str; 15] = [
+pub const NAMES: [&str; 16] = [
     "uuid7",
     "uprotocol",
     "uprotocol-v8",
@@ -36,6 +36,7 @@ pub const NAMES: [&str; 15] = [
     "tsid",
     "objectid",
     "xid",
+    "typeid",
     "nanots-host",
     "locality",
     "custom",

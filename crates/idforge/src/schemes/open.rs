@@ -244,11 +244,15 @@ enum Inner {
     Locality(Box<super::locality::LocalityGenerator<AnyClock>>),
 }
 
-/// How ids are written as text: one of [`Format`], or nanots's timestamp text.
+/// How ids are written as text: one of [`Format`], TypeID text with its prefix, or nanots's
+/// timestamp text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TextFormat {
-    /// A [`Format`].
+    /// A [`Format`] ([`Format::TypeId`] is always [`TextFormat::TypeId`]).
     Plain(Format),
+    /// TypeID text: `prefix_` and the 26-character suffix ([`text::TypeIdPrefix::encode`]), the
+    /// bare suffix for the empty prefix.
+    TypeId(text::TypeIdPrefix),
     /// `2021-12-28T14:07:02.954100128` (nanots, nanots-host).
     Time,
 }
@@ -625,6 +629,42 @@ impl Opened {
     /// [`Error::InvalidFormat`] for an unknown name or one this scheme's ids cannot be written in
     /// (a 64-bit id as a UUID, `time` for a scheme whose ids are not timestamps).
     pub fn text_format(&self, requested: Option<&str>) -> Result<TextFormat, Error> {
+        self.text_format_prefixed(requested, None)
+    }
+
+    /// As [`Opened::text_format`], with a TypeID prefix for TypeID text (the `typeid` scheme's
+    /// default, or `typeid` requested for another 128-bit scheme); `None` is the empty prefix.
+    ///
+    /// # Errors
+    /// Those of [`Opened::text_format`]; [`Error::InvalidFormat`] for a prefix the TypeID spec
+    /// does not allow, or a prefix with another format (it would be ignored).
+    ///
+    /// ```
+    /// use idforge::schemes::open::{Opened, OpenOptions};
+    /// let g = Opened::open_name("typeid", None, &OpenOptions::default())?;
+    /// let f = g.text_format_prefixed(None, Some("user"))?;
+    /// assert!(g.render(g.next()?, f).starts_with("user_0"));
+    /// assert!(g.text_format_prefixed(None, Some("User")).is_err());
+    /// assert!(g.text_format_prefixed(Some("uuid"), Some("user")).is_err());
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
+    pub fn text_format_prefixed(
+        &self,
+        requested: Option<&str>,
+        prefix: Option<&str>,
+    ) -> Result<TextFormat, Error> {
+        let f = self.text_format_unprefixed(requested)?;
+        match (f, prefix) {
+            (TextFormat::TypeId(_), Some(p)) => Ok(TextFormat::TypeId(text::TypeIdPrefix::new(p)?)),
+            (f, None) => Ok(f),
+            (_, Some(_)) => Err(Error::InvalidFormat(format!(
+                "a prefix applies only to TypeID text (the typeid scheme, or format typeid), not to {} ids in another format",
+                self.name()
+            ))),
+        }
+    }
+
+    fn text_format_unprefixed(&self, requested: Option<&str>) -> Result<TextFormat, Error> {
         let timestamps = matches!(self.kind, Kind::NanoTsHost | Kind::Layout(Scheme::NanoTs));
         let f = match requested.map(|r| r.trim().to_ascii_lowercase()) {
             None => match &self.kind {
@@ -648,13 +688,17 @@ impl Opened {
             )));
         }
         text::check_format(f, self.bits(), self.is_uuid(), self.name())?;
-        Ok(TextFormat::Plain(f))
+        Ok(match f {
+            Format::TypeId => TextFormat::TypeId(text::TypeIdPrefix::EMPTY),
+            f => TextFormat::Plain(f),
+        })
     }
 
     /// An id as text.
     pub fn render(&self, id: u128, format: TextFormat) -> String {
         match format {
             TextFormat::Time => nanots::format(id as u64),
+            TextFormat::TypeId(p) => p.encode(id).to_string(),
             TextFormat::Plain(f) => text::encode(id, self.bits(), f).to_string(),
         }
     }
