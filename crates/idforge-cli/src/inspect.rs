@@ -148,11 +148,17 @@ fn to_json(d: &Decoded) -> serde_json::Value {
 
 fn to_line(d: &Decoded) -> String {
     let mut s = format!("{}  scheme={}", d.canonical, d.scheme);
-    if let (Some(time), Some(ms)) = (&d.time, d.unix_ms()) {
-        s.push_str(&format!(" time={time} unix_ms={ms}"));
+    if let Some(time) = &d.time {
+        s.push_str(&format!(" time={time}"));
+    }
+    if let Some(ms) = d.unix_ms() {
+        s.push_str(&format!(" unix_ms={ms}"));
     }
     for (k, v) in d.parts() {
         s.push_str(&format!(" {k}={v}"));
+    }
+    if let Some(n) = &d.note {
+        s.push_str(&format!("  ({n})"));
     }
     if let Some(h) = d.hint() {
         s.push_str(&format!("  ({})", crate::failure::flagify(&h)));

@@ -983,3 +983,40 @@ fn gen_typeid_takes_a_prefix_and_inspect_reads_it_back() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("above 7"), "{}", stderr(&o));
 }
+
+#[test]
+fn inspect_reads_every_uuid_version() {
+    // RFC 9562 Appendix A.1 (v1) and A.5 (v6): one time, clock sequence and node.
+    for rfc in [
+        "c232ab00-9414-11ec-b3c8-9f6bdeced846",
+        "1ec9414c-232a-6b00-b3c8-9f6bdeced846",
+    ] {
+        let line = stdout(&idforge(&["inspect", rfc]));
+        for part in [
+            "time=2022-02-22T19:22:22.0000000Z",
+            "clock_seq=13256",
+            "node=9f6bdeced846",
+        ] {
+            assert!(line.contains(part), "{line}");
+        }
+    }
+    // A.3 (v4) and A.4 (v5): what they are, no time.
+    let line = stdout(&idforge(&[
+        "inspect",
+        "919108f7-52d1-4320-9bac-f847db4148a8",
+    ]));
+    assert!(
+        line.contains("scheme=uuid-v4") && line.contains("random") && !line.contains("time="),
+        "{line}"
+    );
+    let o = idforge(&["inspect", "--json", "2ed6657d-e927-568b-95e1-2665a8aea6a2"]);
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["scheme"], "uuid-v5");
+    assert!(v["note"].as_str().unwrap().contains("SHA-1"), "{v}");
+    assert!(v.get("time").is_none(), "{v}");
+    let line = stdout(&idforge(&[
+        "inspect",
+        "00000000-0000-0000-0000-000000000000",
+    ]));
+    assert!(line.contains("scheme=uuid-nil"), "{line}");
+}

@@ -321,7 +321,7 @@ pub(crate) struct Decoded {
     /// TypeID: the prefix (empty for a bare suffix)
     #[schema(nullable = false)]
     prefix: Option<String>,
-    /// The scheme, or uuid-v7 / uuid-v8 for a version 7 or 8 UUID decoded without a scheme.
+    /// The scheme, or for a UUID decoded without one uuid-v1 to uuid-v8, uuid-nil or uuid-max.
     scheme: String,
     /// The id's value in decimal.
     value: String,
@@ -329,9 +329,17 @@ pub(crate) struct Decoded {
     unix_ms: Option<u128>,
     #[schema(schema_with = unix_ns)]
     unix_ns: Option<u128>,
-    /// RFC 3339 UTC at the scheme's precision; absent where unix_ms is.
+    /// RFC 3339 UTC at the scheme's precision; absent where unix_ms is, except for a version 1
+    /// or 6 UUID before 1970 (a time, no Unix milliseconds).
     #[schema(nullable = false)]
     time: Option<String>,
+    /// A version 1 or 6 UUID's 60-bit time: 100 ns intervals since 1582-10-15 (a string past
+    /// 2^53)
+    #[schema(schema_with = any_width)]
+    timestamp: Option<u64>,
+    /// A version 1 or 6 UUID's 14-bit clock sequence
+    #[schema(nullable = false)]
+    clock_seq: Option<u16>,
     #[schema(schema_with = any_width)]
     node: Option<u128>,
     /// nanots-host
@@ -374,6 +382,10 @@ pub(crate) struct Decoded {
     layouts: Option<Vec<String>>,
     #[schema(nullable = false)]
     hint: Option<String>,
+    /// What kind of UUID it is (random, name-based, time-based, nil, max, ...), for UUIDs decoded
+    /// without a scheme
+    #[schema(nullable = false)]
+    note: Option<String>,
 }
 
 /// A scheme's facts, as `idforge schemes --json`.

@@ -1174,3 +1174,32 @@ fn typeid_ids_take_their_prefix_from_the_query() {
     );
     assert_eq!(r.json()["prefix"], "");
 }
+
+#[test]
+fn inspect_reads_every_uuid_version() {
+    let s = start(config(&["uuid7"]));
+    // RFC 9562 Appendix A.1: a version 1 UUID.
+    let j = get(
+        s.addr,
+        "/v1/inspect/c232ab00-9414-11ec-b3c8-9f6bdeced846",
+        &[],
+    )
+    .json();
+    assert_eq!(j["scheme"], "uuid-v1");
+    assert_eq!(j["unix_ms"], 1_645_557_742_000u64);
+    assert_eq!(
+        (j["clock_seq"].as_u64(), j["node"].as_str()),
+        (Some(0x33c8), Some("9f6bdeced846"))
+    );
+    let j = get(
+        s.addr,
+        "/v1/inspect/919108f7-52d1-4320-9bac-f847db4148a8",
+        &[],
+    )
+    .json();
+    assert_eq!(j["scheme"], "uuid-v4");
+    assert!(
+        j.get("unix_ms").is_none() && j["note"].as_str().unwrap().contains("random"),
+        "{j}"
+    );
+}

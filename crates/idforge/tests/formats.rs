@@ -464,6 +464,126 @@ proptest! {
 }
 
 // ---------------------------------------------------------------------------------------------
+// UUIDs of every version, inspected without a scheme
+
+fn check_uuid_case(case: &Value) {
+    let t = case["text"].as_str().unwrap();
+    let value = uuid_value(t);
+    let version = case["version"].as_u64().unwrap() as u8;
+    let d = idforge::inspect(t, None, None).unwrap_or_else(|e| panic!("{t}: {e}"));
+    assert_eq!(d.value, value, "{t}");
+    assert_eq!(d.version, Some(version), "{t}");
+    assert_eq!(d.variant, Some(0b10), "{t}");
+    assert_eq!(d.scheme, format!("uuid-v{version}"), "{t}");
+    match version {
+        1 | 6 => {
+            let ts: u64 = case["timestamp"].as_str().unwrap().parse().unwrap();
+            assert_eq!(d.gregorian, Some(ts), "{t}");
+            assert_eq!(d.time.as_deref(), case["time"].as_str(), "{t}");
+            let ns: i128 = case["unix_ns"].as_str().unwrap().parse().unwrap();
+            assert_eq!(d.unix_ns, u128::try_from(ns).ok(), "{t}: none before 1970");
+            assert_eq!(
+                d.clock_seq.map(u64::from),
+                case["clock_seq"].as_u64(),
+                "{t}"
+            );
+            let node = u128::from_str_radix(case["node"].as_str().unwrap(), 16).unwrap();
+            assert_eq!(d.node, Some(node), "{t}");
+            assert!(d.note.as_deref().unwrap().contains("RFC 9562 section 5."));
+        }
+        3 | 5 => {
+            assert_eq!((d.time.as_deref(), d.unix_ns), (None, None), "{t}");
+            assert!(d.note.as_deref().unwrap().contains("name-based"), "{t}");
+        }
+        4 => {
+            assert_eq!((d.time.as_deref(), d.unix_ns), (None, None), "{t}");
+            assert!(d.note.as_deref().unwrap().contains("random"), "{t}");
+        }
+        7 => {
+            assert_eq!(d.unix_ms(), case["unix_ms"].as_u64().map(u128::from), "{t}");
+            assert!(d.counter.is_none(), "{t}: no counter guessed");
+        }
+        8 => {
+            // The application's bits: raw, never read as uprotocol-v8 or as the uuid6
+            // package's nanoseconds unless the scheme is named.
+            assert_eq!(
+                (d.time.as_deref(), d.unix_ns, d.counter),
+                (None, None, None),
+                "{t}"
+            );
+            assert_eq!(d.custom_a, Some(value >> 80), "{t}");
+            assert_eq!(d.custom_b, Some((value >> 64) & 0xFFF), "{t}");
+            assert_eq!(d.custom_c, Some(value & ((1 << 62) - 1)), "{t}");
+        }
+        v => panic!("{t}: version {v} in the vectors"),
+    }
+}
+
+#[test]
+fn every_uuid_version_inspects_as_the_references_read_it() {
+    let v = vectors("uuid");
+    let rfc = list(&v, "rfc9562");
+    assert_eq!(
+        rfc.len(),
+        8,
+        "Appendix A's v1, v3, v4, v5, v6, v7 and B's two v8"
+    );
+    let mut versions = HashSet::new();
+    for case in rfc.iter().chain(list(&v, "valid")) {
+        check_uuid_case(case);
+        versions.insert(case["version"].as_u64().unwrap());
+    }
+    assert_eq!(
+        versions.len(),
+        7,
+        "versions 1, 3, 4, 5, 6, 7 and 8: {versions:?}"
+    );
+    // RFC 9562 A.1 and A.5 hold one time, clock sequence and node.
+    let a1 = idforge::inspect(rfc[0]["text"].as_str().unwrap(), None, None).unwrap();
+    let a5 = idforge::inspect(rfc[4]["text"].as_str().unwrap(), None, None).unwrap();
+    assert_eq!(a1.time.as_deref(), Some("2022-02-22T19:22:22.0000000Z"));
+    assert_eq!(
+        (a1.gregorian, a1.clock_seq, a1.node),
+        (a5.gregorian, a5.clock_seq, a5.node)
+    );
+}
+
+#[test]
+fn nil_max_and_undefined_uuids() {
+    let nil = idforge::inspect("00000000-0000-0000-0000-000000000000", None, None).unwrap();
+    assert_eq!(
+        (nil.scheme.as_str(), nil.version, nil.time),
+        ("uuid-nil", None, None)
+    );
+    assert!(nil.note.unwrap().contains("nil UUID"));
+    let max = idforge::inspect("FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF", None, None).unwrap();
+    assert_eq!(
+        (max.scheme.as_str(), max.version, max.time),
+        ("uuid-max", None, None)
+    );
+    assert!(max.note.unwrap().contains("max UUID"));
+    // Versions RFC 9562 does not define, and version 0 that is not nil.
+    for t in [
+        "00000000-0000-0000-8000-000000000001",
+        "017f22e2-79b0-9cc3-98c4-dc0c0c07398f",
+        "017f22e2-79b0-fcc3-98c4-dc0c0c07398f",
+    ] {
+        let e = idforge::inspect(t, None, None).unwrap_err().to_string();
+        assert!(e.contains("not a UUID version"), "{t}: {e}");
+    }
+    // Another variant than RFC 9562's: the version nibble means nothing there.
+    let e = idforge::inspect("c232ab00-9414-11ec-f3c8-9f6bdeced846", None, None).unwrap_err();
+    assert!(
+        matches!(e, idforge::Error::WrongVariant { found: 0b11, .. }),
+        "{e:?}"
+    );
+    // A v1 time before 1970 has no Unix nanoseconds but has its time.
+    let d = idforge::inspect("00000000-0000-1000-8000-000000000000", None, None).unwrap();
+    assert_eq!(d.time.as_deref(), Some("1582-10-15T00:00:00.0000000Z"));
+    assert_eq!(d.unix_ns, None);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Generation through the catalog, every format
 
 /// Each format's scheme (with a node where it takes one).
