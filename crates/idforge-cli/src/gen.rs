@@ -397,6 +397,7 @@ fn policy(a: &GenArgs, kind: &Kind) -> anyhow::Result<Option<Policy>> {
         Kind::Layout(s) => s.default_policy(),
         Kind::NanoTsHost => idforge::schemes::nanots::POLICY,
         Kind::Locality => usage!("locality takes no --run-ahead, --max-lead or --on-clock-behind: its ids are kept apart by --pid, --mac and a 32-bit counter per millisecond"),
+        Kind::Uuid4 => usage!("uuid4 takes no --run-ahead, --max-lead or --on-clock-behind: its ids are 122 random bits, with no time or counter"),
     };
     if a.at.is_some() {
         usage!("--at runs on a fixed clock with no bound on the lead; --run-ahead, --max-lead and --on-clock-behind do not apply");
@@ -430,6 +431,7 @@ fn state(a: &GenArgs, kind: &Kind, opts: &OpenOptions) -> anyhow::Result<Option<
             kind.name(),
             match kind {
                 Kind::Locality => "its ids are kept apart by --pid and --mac, not a shared stamp",
+                Kind::Uuid4 => "its ids are 122 random bits, with no stamp to share",
                 _ => "it is a per-process singleton; use uprotocol (UUIDv7) with --shared",
             }
         );

@@ -1020,3 +1020,52 @@ fn inspect_reads_every_uuid_version() {
     ]));
     assert!(line.contains("scheme=uuid-nil"), "{line}");
 }
+
+#[test]
+fn gen_uuid4_is_random_and_takes_no_sequencer_setting() {
+    let o = idforge(&["gen", "uuid4", "-n", "2000"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let ids: HashSet<&str> = out.lines().collect();
+    assert_eq!(ids.len(), 2000);
+    assert!(ids
+        .iter()
+        .all(|u| u.len() == 36 && u.as_bytes()[14] == b'4'));
+    let first = out.lines().next().unwrap();
+    let line = stdout(&idforge(&["inspect", "--scheme", "uuid4", first]));
+    assert!(
+        line.contains("scheme=uuid4") && !line.contains("time="),
+        "{line}"
+    );
+    for args in [
+        &["gen", "uuid4", "--shared"][..],
+        &["gen", "uuid4", "--node", "1"],
+        &["gen", "uuid4", "--fast-random"],
+        &["gen", "uuid4", "--run-ahead"],
+        &["gen", "uuid4", "--at", "2024-01-01T00:00:00Z"],
+    ] {
+        let o = idforge(args);
+        assert!(!o.status.success(), "{args:?}");
+        assert!(stderr(&o).contains("uuid4"), "{args:?}: {}", stderr(&o));
+    }
+    let o = idforge(&["schemes", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let u4 = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "uuid4")
+        .unwrap();
+    assert_eq!(
+        (u4["order"].as_str(), u4["end_year"].is_null()),
+        (Some("none"), true),
+        "{u4}"
+    );
+    let u7 = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "uuid7")
+        .unwrap();
+    assert_eq!(u7["order"], "time");
+}

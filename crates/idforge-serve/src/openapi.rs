@@ -395,11 +395,16 @@ pub(crate) struct Decoded {
 pub(crate) struct SchemeFacts {
     name: String,
     bits: u32,
+    /// "0" for uuid4, which has no tick.
     ids_per_tick: String,
-    ids_per_second: f64,
+    /// null for uuid4: no tick bounds it.
+    #[schema(required = true)]
+    ids_per_second: Option<f64>,
     #[schema(required = true)]
     nodes: Option<String>,
-    end_year: i32,
+    /// null for uuid4: no time field runs out.
+    #[schema(required = true)]
+    end_year: Option<i32>,
     tick_ns: u64,
     epoch: String,
     layout: String,
@@ -408,6 +413,10 @@ pub(crate) struct SchemeFacts {
     /// YEAR, no; null for 128-bit ids.
     #[schema(required = true)]
     fits_i64: Option<String>,
+    /// time: increasing per generator; none: in no order (uuid4, locality, a custom layout with
+    /// order=none)
+    #[schema(examples("time"))]
+    order: String,
 }
 
 /// Health and readiness.

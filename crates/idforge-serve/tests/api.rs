@@ -1203,3 +1203,25 @@ fn inspect_reads_every_uuid_version() {
         "{j}"
     );
 }
+
+#[test]
+fn uuid4_is_served() {
+    let s = start(config(&["uuid4"]));
+    let ids = get(s.addr, "/v1/ids/uuid4?count=100", &[]).ids();
+    assert_eq!(ids.iter().collect::<HashSet<_>>().len(), 100);
+    assert!(
+        ids.iter()
+            .all(|u| u.len() == 36 && u.as_bytes()[14] == b'4'),
+        "{ids:?}"
+    );
+    let j = get(s.addr, &format!("/v1/inspect/{}?scheme=uuid4", ids[0]), &[]).json();
+    assert_eq!(j["scheme"], "uuid4");
+    let facts = get(s.addr, "/v1/schemes", &[]).json();
+    let u4 = facts
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "uuid4")
+        .unwrap();
+    assert_eq!(u4["order"], "none");
+}

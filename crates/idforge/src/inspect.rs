@@ -731,6 +731,23 @@ pub fn inspect_as(
         Some(Kind::Locality) => inspect_locality(input, format),
         #[cfg(not(feature = "locality"))]
         Some(Kind::Locality) => Err(Error::UnknownScheme("locality".into())),
+        Some(Kind::Uuid4) => {
+            let trimmed = input.trim();
+            let value = text::parse(trimmed, 128, format.or(Some(Format::Uuid)))?;
+            let found = ((value >> 76) & 0xF) as u8;
+            if found != 4 || value == 0 || value == u128::MAX {
+                return Err(Error::WrongVersion {
+                    input: clip(trimmed),
+                    scheme: "uuid4".into(),
+                    expected: 4,
+                    found,
+                });
+            }
+            inspect_uuid(input, trimmed, value).map(|d| Decoded {
+                scheme: "uuid4".into(),
+                ..d
+            })
+        }
     }
 }
 

@@ -584,6 +584,95 @@ fn nil_max_and_undefined_uuids() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// uuid4
+
+#[test]
+fn uuid4_generates_random_version_4_uuids_through_the_catalog() {
+    let kind = Kind::from_name("uuid4", None).unwrap();
+    assert_eq!(kind, Kind::Uuid4);
+    assert!(!kind.host_wide());
+    let g = Opened::open(&kind, &OpenOptions::default()).unwrap();
+    assert_eq!((g.bits(), g.is_uuid()), (128, true));
+    let mut ids = Vec::new();
+    g.take(10_000, |id| ids.push(id)).unwrap();
+    assert_eq!(ids.iter().collect::<HashSet<_>>().len(), ids.len());
+    let mut ones = [0u32; 128];
+    for &id in &ids {
+        assert_eq!(
+            ((id >> 76) & 0xF, (id >> 62) & 0b11),
+            (4, 0b10),
+            "{id:032x}"
+        );
+        for (bit, n) in ones.iter_mut().enumerate() {
+            *n += ((id >> bit) & 1) as u32;
+        }
+    }
+    // Each of the 122 random bits is set in about half the ids (10,000 draws: a standard
+    // deviation of 50; 4,000 to 6,000 is 20 of them).
+    let fixed = [76, 77, 78, 79, 62, 63];
+    for (bit, &n) in ones.iter().enumerate() {
+        if !fixed.contains(&bit) {
+            assert!(
+                (4_000..=6_000).contains(&n),
+                "bit {bit} set in {n} of 10000"
+            );
+        }
+    }
+    // Rendered as UUID text; inspected as uuid4 (and as a version 4 UUID without the scheme).
+    let f = g.text_format(None).unwrap();
+    let t = g.render(ids[0], f);
+    let d = inspect_as(&t, Some(&kind), None, None).unwrap();
+    assert_eq!(
+        (d.scheme.as_str(), d.value, d.time.as_deref()),
+        ("uuid4", ids[0], None)
+    );
+    assert!(d.note.unwrap().contains("random"));
+    assert_eq!(idforge::inspect(&t, None, None).unwrap().scheme, "uuid-v4");
+    let v7 = "017f22e2-79b0-7cc3-98c4-dc0c0c07398f";
+    assert!(matches!(
+        inspect_as(v7, Some(&kind), None, None),
+        Err(idforge::Error::WrongVersion {
+            expected: 4,
+            found: 7,
+            ..
+        })
+    ));
+    // Nothing but the secure generator: every setting of the sequencer's is refused.
+    let refused = [
+        OpenOptions {
+            node: Some(1),
+            ..OpenOptions::default()
+        },
+        OpenOptions {
+            at_ns: Some(T),
+            ..OpenOptions::default()
+        },
+        OpenOptions {
+            policy: Some(Policy::UNBOUNDED),
+            ..OpenOptions::default()
+        },
+        OpenOptions {
+            random: idforge::RandomSource::Fast,
+            ..OpenOptions::default()
+        },
+        OpenOptions {
+            state: Some(StateOptions::new(
+                std::env::temp_dir().join("idforge-uuid4.state"),
+            )),
+            ..OpenOptions::default()
+        },
+    ];
+    for opts in &refused {
+        let e = Opened::open(&kind, opts).unwrap_err();
+        assert!(
+            matches!(e, idforge::Error::NotApplicable { .. }),
+            "{opts:?}: {e}"
+        );
+    }
+    assert!(g.text_format_prefixed(Some("typeid"), Some("key")).is_ok());
+}
+
+// ---------------------------------------------------------------------------------------------
 // Generation through the catalog, every format
 
 /// Each format's scheme (with a node where it takes one).

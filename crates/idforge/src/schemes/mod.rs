@@ -15,6 +15,7 @@ pub mod typeid;
 pub mod ulid;
 pub mod uprotocol;
 pub mod uprotocol_v8;
+pub mod uuid4;
 pub mod uuid7;
 pub mod xid;
 

@@ -242,6 +242,8 @@ enum Inner {
     NanoTsHost(Box<nanots::HostGenerator<AnyClock, AnyCell>>),
     #[cfg(feature = "locality")]
     Locality(Box<super::locality::LocalityGenerator<AnyClock>>),
+    /// UUIDv4: the secure generator, nothing else.
+    Uuid4,
 }
 
 /// How ids are written as text: one of [`Format`], TypeID text with its prefix, or nanots's
@@ -269,7 +271,7 @@ impl Kind {
         opts: &OpenOptions,
     ) -> Result<Option<crate::sequencer::Timebase>, Error> {
         Ok(match self {
-            Kind::Layout(Scheme::UProtocolV8) | Kind::Locality => None,
+            Kind::Layout(Scheme::UProtocolV8) | Kind::Locality | Kind::Uuid4 => None,
             Kind::Layout(s) => Some(s.layout().timebase()),
             Kind::NanoTsHost => Some(
                 nanots::HostDigits::new(opts.node.unwrap_or(0), opts.host_digits.unwrap_or(2))?
@@ -330,6 +332,7 @@ fn not_applicable(kind: &Kind, setting: &str) -> Error {
         Kind::Locality => "its ids are kept apart by the pid, the MAC and a 32-bit counter per millisecond, not by a shared stamp",
         Kind::Layout(Scheme::UProtocolV8) => "it is a process-wide singleton on the wall clock",
         Kind::NanoTsHost => "its ids are kept apart by the host id",
+        Kind::Uuid4 => "its ids are 122 random bits from the secure generator: no time, no counter, no node",
         Kind::Layout(_) => "its layout has no such field",
     };
     Error::NotApplicable {
@@ -482,6 +485,27 @@ impl Opened {
             }
             #[cfg(not(feature = "locality"))]
             Kind::Locality => return Err(Error::UnknownScheme("locality".into())),
+            Kind::Uuid4 => {
+                if opts.node.is_some() {
+                    return Err(not_applicable(kind, "a node id"));
+                }
+                if opts.state.is_some() || opts.cell.is_some() {
+                    return Err(not_applicable(
+                        kind,
+                        "a host-wide state file or a leased cell",
+                    ));
+                }
+                if opts.policy.is_some() {
+                    return Err(not_applicable(kind, "a policy"));
+                }
+                if opts.at_ns.is_some() {
+                    return Err(not_applicable(kind, "a fixed clock"));
+                }
+                if opts.random != RandomSource::Secure {
+                    return Err(not_applicable(kind, "the fast random source (its random bits are all it has: they come from the secure generator)"));
+                }
+                Inner::Uuid4
+            }
         };
         Ok(Opened {
             kind: kind.clone(),
@@ -523,6 +547,7 @@ impl Opened {
             Inner::NanoTsHost(_) => 64,
             #[cfg(feature = "locality")]
             Inner::Locality(_) => 128,
+            Inner::Uuid4 => 128,
         }
     }
 
@@ -531,7 +556,7 @@ impl Opened {
         match &self.kind {
             Kind::Layout(s) => s.uuid_version().is_some(),
             Kind::NanoTsHost => false,
-            Kind::Locality => true,
+            Kind::Locality | Kind::Uuid4 => true,
         }
     }
 
@@ -540,7 +565,7 @@ impl Opened {
         match &self.kind {
             Kind::Layout(s) => crate::generator::SchemeSpec::family(s),
             Kind::NanoTsHost => IdFamily::NanoTs,
-            Kind::Locality => IdFamily::Uuid,
+            Kind::Locality | Kind::Uuid4 => IdFamily::Uuid,
         }
     }
 
@@ -558,6 +583,7 @@ impl Opened {
             Inner::NanoTsHost(g) => g.next().map(u128::from),
             #[cfg(feature = "locality")]
             Inner::Locality(g) => Ok(g.next().as_u128()),
+            Inner::Uuid4 => Ok(super::uuid4::uuid4()),
         }
     }
 
@@ -589,7 +615,7 @@ impl Opened {
         Ok(())
     }
 
-    /// How far the last id is ahead of the wall clock (zero for locality).
+    /// How far the last id is ahead of the wall clock (zero for locality and uuid4).
     pub fn lead(&self) -> Duration {
         match &self.inner {
             Inner::Process(g) => g.sequencer().lead(),
@@ -600,6 +626,7 @@ impl Opened {
             Inner::NanoTsHost(g) => g.sequencer().lead(),
             #[cfg(feature = "locality")]
             Inner::Locality(_) => Duration::ZERO,
+            Inner::Uuid4 => Duration::ZERO,
         }
     }
 
@@ -670,7 +697,7 @@ impl Opened {
             None => match &self.kind {
                 Kind::Layout(s) => s.default_format(),
                 Kind::NanoTsHost => Format::Dec,
-                Kind::Locality => Format::Uuid,
+                Kind::Locality | Kind::Uuid4 => Format::Uuid,
             },
             Some(t) if t == "time" && timestamps => return Ok(TextFormat::Time),
             Some(t) if t == "time" => {
