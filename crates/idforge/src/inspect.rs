@@ -336,7 +336,7 @@ pub fn inspect(
         None => looks_like_typeid(trimmed),
     };
     if scheme == Some(&Scheme::TypeId) || (scheme.is_none() && typeid_text) {
-        return inspect_typeid(input, trimmed, format);
+        return inspect_typeid(input, trimmed, format, scheme.is_some());
     }
     let scheme = match scheme {
         Some(s) => s.clone(),
@@ -446,10 +446,17 @@ pub fn looks_like_typeid(t: &str) -> bool {
 }
 
 /// TypeID text (`prefix_suffix`, or the bare suffix), or with a format named, the UUID in that
-/// format (then with the empty prefix). A UUIDv7 suffix is decoded as the `typeid` scheme's
-/// layout (uuid7's: time, counter, random); the spec lets a suffix hold any UUID, which is
-/// decoded as far as its version says, under the scheme `typeid`.
-fn inspect_typeid(input: &str, trimmed: &str, format: Option<Format>) -> Result<Decoded, Error> {
+/// format (then with the empty prefix). With the scheme `typeid` named, a UUIDv7 suffix is
+/// decoded as its layout (uuid7's: time, counter, random); recognised by its shape alone, it is
+/// decoded as any version 7 UUID (time, raw `rand_a`/`rand_b`, `typeid` named in
+/// [`Decoded::layouts`]): other libraries' TypeIDs have random bits where idforge's counter is.
+/// The spec lets a suffix hold any UUID, which is decoded as far as its version says.
+fn inspect_typeid(
+    input: &str,
+    trimmed: &str,
+    format: Option<Format>,
+    named: bool,
+) -> Result<Decoded, Error> {
     let (prefix, value) = match format {
         None | Some(Format::TypeId) => text::parse_typeid(trimmed, input)?,
         Some(f) => ("", text::parse(trimmed, 128, Some(f))?),
@@ -457,7 +464,7 @@ fn inspect_typeid(input: &str, trimmed: &str, format: Option<Format>) -> Result<
     let canonical = text::TypeIdPrefix::new(prefix)?.encode(value).to_string();
     let version = ((value >> 76) & 0xF) as u8;
     let variant = ((value >> 62) & 0b11) as u8;
-    let mut d = if version == 7 && variant == 0b10 {
+    let mut d = if version == 7 && variant == 0b10 && named {
         let text = text::encode(value, 128, Format::Uuid);
         // uuid7's layout, which the typeid scheme's is (read as uuid7: not this function again).
         inspect(text.as_str(), Some(&Scheme::Uuid7), Some(Format::Uuid))?
@@ -468,7 +475,11 @@ fn inspect_typeid(input: &str, trimmed: &str, format: Option<Format>) -> Result<
     d.scheme = Scheme::TypeId.name().into();
     d.canonical = canonical;
     d.prefix = Some(prefix.to_string());
-    d.layouts = Vec::new();
+    d.layouts = if d.layouts.is_empty() {
+        Vec::new()
+    } else {
+        vec![Scheme::TypeId.name().to_string()]
+    };
     Ok(d)
 }
 
