@@ -581,7 +581,14 @@ pub fn inspect_uuid(input: &str, trimmed: &str, value: u128) -> Result<Decoded, 
         8 => inspect_v8(trimmed, value),
         v => Err(malformed(
             input,
-            format!("version {v:x} is not a UUID version RFC 9562 defines (1 to 8, and the nil and max UUIDs); if it is an id of one of idforge's schemes, name the scheme"),
+            format!(
+                "version {v:x} is not a UUID version RFC 9562 defines (1 to 8, and the nil and max UUIDs{}); if it is an id of one of idforge's schemes, name the scheme",
+                if cfg!(feature = "locality") {
+                    "; idforge also reads b, the Locality UUID"
+                } else {
+                    ""
+                }
+            ),
         )),
     }
 }
