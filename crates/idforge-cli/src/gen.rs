@@ -27,10 +27,16 @@ pub struct GenArgs {
     #[arg(long)]
     node: Option<u64>,
     /// Output format: dec, hex, base32, uuid, ulid, xid or typeid (default: the format's own text
-    /// for ulid, tsid (base32), objectid (hex) and xid, uuid for UUID schemes, dec otherwise); for
+    /// for ulid, tsid (base32), objectid (hex), xid and typeid, uuid for UUID schemes, dec
+    /// otherwise); for
     /// nanots and nanots-host also `time` (2021-12-28T14:07:02.954100128).
     #[arg(long, short = 'f')]
     format: Option<String>,
+    /// typeid (or --format typeid): the TypeID prefix, e.g. `user` for user_01h455vb4pex5vsknk084sn02q;
+    /// empty or up to 63 of a-z and `_`, starting and ending with a letter. Without it, the
+    /// bare 26-character suffix.
+    #[arg(long)]
+    prefix: Option<String>,
     /// Layout of the custom scheme: fields from the most significant bit down, then options.
     /// Example: time:41,node:10,counter:12,tick=1ms,epoch=2020-01-01T00:00:00Z
     #[arg(long)]
@@ -172,6 +178,7 @@ struct Plan {
     opts: OpenOptions,
     count: u64,
     format: Option<String>,
+    prefix: Option<String>,
     progress: bool,
     print_state_path: bool,
 }
@@ -201,7 +208,7 @@ pub fn run(a: GenArgs) -> anyhow::Result<ExitCode> {
     let written = (|| {
         let g = Opened::open(&plan.kind, &opts)?;
         warn_if_not_signed64(&plan.kind, opts.node);
-        let format = g.text_format(plan.format.as_deref())?;
+        let format = g.text_format_prefixed(plan.format.as_deref(), plan.prefix.as_deref())?;
         crate::output::write_ids(&g, plan.count, format, plan.progress)
     })();
     if let Some(held) = held {
@@ -375,6 +382,7 @@ fn plan(a: GenArgs) -> anyhow::Result<Plan> {
         opts,
         count: a.count,
         format: a.format,
+        prefix: a.prefix,
         progress: a.progress || (a.count >= 1_000_000 && io::stderr().is_terminal()),
         print_state_path: a.state_path,
     })
@@ -389,6 +397,7 @@ fn policy(a: &GenArgs, kind: &Kind) -> anyhow::Result<Option<Policy>> {
         Kind::Layout(s) => s.default_policy(),
         Kind::NanoTsHost => idforge::schemes::nanots::POLICY,
         Kind::Locality => usage!("locality takes no --run-ahead, --max-lead or --on-clock-behind: its ids are kept apart by --pid, --mac and a 32-bit counter per millisecond"),
+        Kind::Uuid4 => usage!("uuid4 takes no --run-ahead, --max-lead or --on-clock-behind: its ids are 122 random bits, with no time or counter"),
     };
     if a.at.is_some() {
         usage!("--at runs on a fixed clock with no bound on the lead; --run-ahead, --max-lead and --on-clock-behind do not apply");
@@ -422,6 +431,7 @@ fn state(a: &GenArgs, kind: &Kind, opts: &OpenOptions) -> anyhow::Result<Option<
             kind.name(),
             match kind {
                 Kind::Locality => "its ids are kept apart by --pid and --mac, not a shared stamp",
+                Kind::Uuid4 => "its ids are 122 random bits, with no stamp to share",
                 _ => "it is a per-process singleton; use uprotocol (UUIDv7) with --shared",
             }
         );

@@ -19,7 +19,9 @@ pub struct InspectArgs {
     /// The scheme of the ids (names as in `gen`, case-insensitive). Needed for integer ids; UUIDs
     /// are recognised by their version (8: uprotocol-v8, b: locality), except version 7: uuid7,
     /// uprotocol and other libraries use its bits differently, so without --scheme uuid7 or
-    /// --scheme uprotocol only its time and raw rand_a/rand_b bits are shown.
+    /// --scheme uprotocol only its time and raw rand_a/rand_b bits are shown. TypeID text with a
+    /// prefix (user_01h455vb4pex5vsknk084sn02q) is recognised by its shape; a bare TypeID suffix
+    /// needs --scheme typeid (or --format typeid).
     #[arg(long, short = 's')]
     scheme: Option<String>,
     /// Layout of the custom scheme (see `idforge gen --help`).
@@ -146,11 +148,17 @@ fn to_json(d: &Decoded) -> serde_json::Value {
 
 fn to_line(d: &Decoded) -> String {
     let mut s = format!("{}  scheme={}", d.canonical, d.scheme);
-    if let (Some(time), Some(ms)) = (&d.time, d.unix_ms()) {
-        s.push_str(&format!(" time={time} unix_ms={ms}"));
+    if let Some(time) = &d.time {
+        s.push_str(&format!(" time={time}"));
+    }
+    if let Some(ms) = d.unix_ms() {
+        s.push_str(&format!(" unix_ms={ms}"));
     }
     for (k, v) in d.parts() {
         s.push_str(&format!(" {k}={v}"));
+    }
+    if let Some(n) = &d.note {
+        s.push_str(&format!("  ({n})"));
     }
     if let Some(h) = d.hint() {
         s.push_str(&format!("  ({})", crate::failure::flagify(&h)));

@@ -27,6 +27,7 @@ pub fn write_ids(g: &Opened, count: u64, format: TextFormat, progress: bool) -> 
                 // Plain formats are encoded on the stack: no allocation per id.
                 let r = match format {
                     TextFormat::Plain(f) => w.write_all(text::encode(id, bits, f).as_bytes()),
+                    TextFormat::TypeId(p) => w.write_all(p.encode(id).as_bytes()),
                     TextFormat::Time => w.write_all(g.render(id, format).as_bytes()),
                 }
                 .and_then(|()| w.write_all(b"\n"));

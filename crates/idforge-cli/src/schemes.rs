@@ -21,26 +21,49 @@ pub fn schemes(json: bool) -> anyhow::Result<ExitCode> {
         "scheme", "bits", "ids/tick", "ids/s/node", "nodes", "runs out", "fits i64"
     )?;
     for f in &all {
+        // uuid4 has no tick and no time field: no rate, no end.
+        let untimed = f.tick_ns == 0;
         writeln!(
             out,
             "{:<14} {:>4}  {:>10} {:>14} {:>9} {:>9} {:>9}  {}",
             f.name,
             f.bits,
-            f.ids_per_tick,
-            format!("{:.0}", f.ids_per_second),
+            if untimed {
+                "-".to_string()
+            } else {
+                f.ids_per_tick.to_string()
+            },
+            if untimed {
+                "-".to_string()
+            } else {
+                format!("{:.0}", f.ids_per_second)
+            },
             f.nodes.map_or("-".to_string(), |n| n.to_string()),
-            f.end_year,
+            if f.end_year == catalog::NEVER {
+                "never".to_string()
+            } else {
+                f.end_year.to_string()
+            },
             f.signed64.to_string(),
             f.diagram
         )?;
-        writeln!(
-            out,
-            "{:<14}       tick {}, epoch {}; {}",
-            "",
-            tick_text(f.tick_ns),
-            f.epoch,
-            f.summary
-        )?;
+        if untimed {
+            writeln!(
+                out,
+                "{:<14}       no time, order {}; {}",
+                "", f.order, f.summary
+            )?;
+        } else {
+            writeln!(
+                out,
+                "{:<14}       tick {}, epoch {}, order {}; {}",
+                "",
+                tick_text(f.tick_ns),
+                f.epoch,
+                f.order,
+                f.summary
+            )?;
+        }
     }
     writeln!(
         out,

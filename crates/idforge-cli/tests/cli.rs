@@ -938,3 +938,134 @@ fn bench_measures_every_named_scheme_and_writes_json() {
     assert_eq!(v[0]["clock"], "ticker");
     assert!(v[0]["clock_read_ns"].as_f64().unwrap() > 0.0, "{v}");
 }
+
+#[test]
+fn gen_typeid_takes_a_prefix_and_inspect_reads_it_back() {
+    let o = idforge(&["gen", "typeid", "--prefix", "user", "-n", "3"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ids: Vec<String> = stdout(&o).lines().map(String::from).collect();
+    assert_eq!(ids.len(), 3);
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    for id in &ids {
+        assert!(id.starts_with("user_") && id.len() == 31, "{id}");
+        let o = idforge(&["inspect", "--json", id]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+        assert_eq!(
+            (v["scheme"].as_str(), v["prefix"].as_str()),
+            (Some("typeid"), Some("user"))
+        );
+        assert_eq!(v["version"], 7);
+        assert!(v["unix_ms"].is_u64(), "{v}");
+    }
+    // No prefix: the bare suffix, read with the scheme named.
+    let bare = stdout(&idforge(&["gen", "typeid"]));
+    assert_eq!(bare.trim().len(), 26);
+    let line = stdout(&idforge(&["inspect", "--scheme", "typeid", bare.trim()]));
+    assert!(
+        line.contains("scheme=typeid") && line.contains("time="),
+        "{line}"
+    );
+    // A prefix the spec refuses, and one with another format.
+    for args in [
+        &["gen", "typeid", "--prefix", "User"][..],
+        &["gen", "typeid", "--prefix", "user_"],
+        &["gen", "typeid", "--prefix", "user", "--format", "uuid"],
+        &["gen", "snowflake", "--node", "1", "--prefix", "user"],
+    ] {
+        let o = idforge(args);
+        assert!(!o.status.success(), "{args:?}");
+        assert!(stderr(&o).contains("prefix"), "{args:?}: {}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "{args:?}");
+    }
+    // The spec's overflow is refused by inspect.
+    let o = idforge(&["inspect", "user_8zzzzzzzzzzzzzzzzzzzzzzzzz"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("above 7"), "{}", stderr(&o));
+}
+
+#[test]
+fn inspect_reads_every_uuid_version() {
+    // RFC 9562 Appendix A.1 (v1) and A.5 (v6): one time, clock sequence and node.
+    for rfc in [
+        "c232ab00-9414-11ec-b3c8-9f6bdeced846",
+        "1ec9414c-232a-6b00-b3c8-9f6bdeced846",
+    ] {
+        let line = stdout(&idforge(&["inspect", rfc]));
+        for part in [
+            "time=2022-02-22T19:22:22.0000000Z",
+            "clock_seq=13256",
+            "node=9f6bdeced846",
+        ] {
+            assert!(line.contains(part), "{line}");
+        }
+    }
+    // A.3 (v4) and A.4 (v5): what they are, no time.
+    let line = stdout(&idforge(&[
+        "inspect",
+        "919108f7-52d1-4320-9bac-f847db4148a8",
+    ]));
+    assert!(
+        line.contains("scheme=uuid-v4") && line.contains("random") && !line.contains("time="),
+        "{line}"
+    );
+    let o = idforge(&["inspect", "--json", "2ed6657d-e927-568b-95e1-2665a8aea6a2"]);
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["scheme"], "uuid-v5");
+    assert!(v["note"].as_str().unwrap().contains("SHA-1"), "{v}");
+    assert!(v.get("time").is_none(), "{v}");
+    let line = stdout(&idforge(&[
+        "inspect",
+        "00000000-0000-0000-0000-000000000000",
+    ]));
+    assert!(line.contains("scheme=uuid-nil"), "{line}");
+}
+
+#[test]
+fn gen_uuid4_is_random_and_takes_no_sequencer_setting() {
+    let o = idforge(&["gen", "uuid4", "-n", "2000"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let ids: HashSet<&str> = out.lines().collect();
+    assert_eq!(ids.len(), 2000);
+    assert!(ids
+        .iter()
+        .all(|u| u.len() == 36 && u.as_bytes()[14] == b'4'));
+    let first = out.lines().next().unwrap();
+    let line = stdout(&idforge(&["inspect", "--scheme", "uuid4", first]));
+    assert!(
+        line.contains("scheme=uuid4") && !line.contains("time="),
+        "{line}"
+    );
+    for args in [
+        &["gen", "uuid4", "--shared"][..],
+        &["gen", "uuid4", "--node", "1"],
+        &["gen", "uuid4", "--fast-random"],
+        &["gen", "uuid4", "--run-ahead"],
+        &["gen", "uuid4", "--at", "2024-01-01T00:00:00Z"],
+    ] {
+        let o = idforge(args);
+        assert!(!o.status.success(), "{args:?}");
+        assert!(stderr(&o).contains("uuid4"), "{args:?}: {}", stderr(&o));
+    }
+    let o = idforge(&["schemes", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let u4 = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "uuid4")
+        .unwrap();
+    assert_eq!(
+        (u4["order"].as_str(), u4["end_year"].is_null()),
+        (Some("none"), true),
+        "{u4}"
+    );
+    let u7 = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "uuid7")
+        .unwrap();
+    assert_eq!(u7["order"], "time");
+}

@@ -69,7 +69,7 @@ pub(crate) async fn ids_inner(
     headers: &HeaderMap,
 ) -> Result<Response, ApiError> {
     let Path(scheme) = scheme.map_err(|e| fail(StatusCode::BAD_REQUEST, e.body_text()))?;
-    let p = params(query, &["count", "format"])?;
+    let p = params(query, &["count", "format", "prefix"])?;
     let i = app.find(&scheme)?;
     let max = app.config.max_count;
     let count = match p.get("count") {
@@ -90,7 +90,10 @@ pub(crate) async fn ids_inner(
     let s = &app.schemes[i];
     let format = s
         .gen
-        .text_format(p.get("format").map(String::as_str))
+        .text_format_prefixed(
+            p.get("format").map(String::as_str),
+            p.get("prefix").map(String::as_str),
+        )
         .map_err(|e| fail(StatusCode::BAD_REQUEST, query_words(&e.to_string())))?;
     // Small batches are made whole: here, where the scheme waits at most a millisecond for its
     // next tick; on the blocking pool for a coarser tick (a Sonyflake batch may sleep 10 ms, and
@@ -335,6 +338,7 @@ fn per_id(s: &Served, body: Body3, format: TextFormat) -> usize {
         TextFormat::Plain(Format::Hex) => idforge::text::hex_width(bits),
         TextFormat::Plain(Format::Base32) => idforge::text::base32_width(bits),
         TextFormat::Plain(Format::Dec) if bits <= 64 => 20,
+        TextFormat::TypeId(p) => p.as_str().len() + 27,
         _ => 40,
     };
     match body {
@@ -383,6 +387,7 @@ impl Writer {
             TextFormat::Plain(f) => {
                 out.extend_from_slice(idforge::text::encode(id, bits, f).as_bytes())
             }
+            TextFormat::TypeId(p) => out.extend_from_slice(p.encode(id).as_bytes()),
             TextFormat::Time => out.extend_from_slice(s.gen.render(id, format).as_bytes()),
         };
         let first = &mut self.first;

@@ -29,9 +29,10 @@ pub fn schemes() -> Value {
                 "name": f.name,
                 "bits": f.bits,
                 "ids_per_tick": f.ids_per_tick.to_string(),
-                "ids_per_second": f.ids_per_second,
+                // uuid4 has no tick to count and no time field to run out: null.
+                "ids_per_second": f.ids_per_second.is_finite().then_some(f.ids_per_second),
                 "nodes": f.nodes.map(|n| n.to_string()),
-                "end_year": f.end_year,
+                "end_year": (f.end_year != catalog::NEVER).then_some(f.end_year),
                 "tick_ns": f.tick_ns,
                 "epoch": f.epoch,
                 "layout": f.diagram,
@@ -40,6 +41,7 @@ pub fn schemes() -> Value {
                     idforge::Signed64::Wider => Value::Null,
                     s => Value::String(s.to_string()),
                 },
+                "order": f.order,
             })
         })
         .collect();

@@ -215,9 +215,18 @@ pub(crate) struct IdsQuery {
     #[param(minimum = 1, default = 1)]
     count: Option<u64>,
     /// Text format (JSON and text bodies); default: the format's own text for ulid, tsid
-    /// (base32), objectid (hex) and xid, uuid for UUID schemes, dec otherwise.
+    /// (base32), objectid (hex), xid and typeid, uuid for UUID schemes, dec otherwise.
     #[param(inline)]
     format: Option<FormatName>,
+    /// TypeID text's prefix (the typeid scheme, or format=typeid): empty, or up to 63 of a-z and
+    /// `_`, starting and ending with a letter; absent: the bare 26-character suffix. With
+    /// another format it is 400.
+    #[param(
+        max_length = 63,
+        pattern = "^([a-z]([a-z_]{0,61}[a-z])?)?$",
+        example = "user"
+    )]
+    prefix: Option<String>,
 }
 
 /// The path of `GET /v1/inspect/{id}`.
@@ -309,7 +318,10 @@ fn any_width() -> Schema {
 #[allow(dead_code)] // documentation only
 pub(crate) struct Decoded {
     id: String,
-    /// The scheme, or uuid-v7 / uuid-v8 for a version 7 or 8 UUID decoded without a scheme.
+    /// TypeID: the prefix (empty for a bare suffix)
+    #[schema(nullable = false)]
+    prefix: Option<String>,
+    /// The scheme, or for a UUID decoded without one uuid-v1 to uuid-v8, uuid-nil or uuid-max.
     scheme: String,
     /// The id's value in decimal.
     value: String,
@@ -317,9 +329,17 @@ pub(crate) struct Decoded {
     unix_ms: Option<u128>,
     #[schema(schema_with = unix_ns)]
     unix_ns: Option<u128>,
-    /// RFC 3339 UTC at the scheme's precision; absent where unix_ms is.
+    /// RFC 3339 UTC at the scheme's precision; absent where unix_ms is, except for a version 1
+    /// or 6 UUID before 1970 (a time, no Unix milliseconds).
     #[schema(nullable = false)]
     time: Option<String>,
+    /// A version 1 or 6 UUID's 60-bit time: 100 ns intervals since 1582-10-15 (a string past
+    /// 2^53)
+    #[schema(schema_with = any_width)]
+    timestamp: Option<u64>,
+    /// A version 1 or 6 UUID's 14-bit clock sequence
+    #[schema(nullable = false)]
+    clock_seq: Option<u16>,
     #[schema(schema_with = any_width)]
     node: Option<u128>,
     /// nanots-host
@@ -362,6 +382,10 @@ pub(crate) struct Decoded {
     layouts: Option<Vec<String>>,
     #[schema(nullable = false)]
     hint: Option<String>,
+    /// What kind of UUID it is (random, name-based, time-based, nil, max, ...), for UUIDs decoded
+    /// without a scheme
+    #[schema(nullable = false)]
+    note: Option<String>,
 }
 
 /// A scheme's facts, as `idforge schemes --json`.
@@ -371,11 +395,16 @@ pub(crate) struct Decoded {
 pub(crate) struct SchemeFacts {
     name: String,
     bits: u32,
+    /// "0" for uuid4, which has no tick.
     ids_per_tick: String,
-    ids_per_second: f64,
+    /// null for uuid4: no tick bounds it.
+    #[schema(required = true)]
+    ids_per_second: Option<f64>,
     #[schema(required = true)]
     nodes: Option<String>,
-    end_year: i32,
+    /// null for uuid4: no time field runs out.
+    #[schema(required = true)]
+    end_year: Option<i32>,
     tick_ns: u64,
     epoch: String,
     layout: String,
@@ -384,6 +413,10 @@ pub(crate) struct SchemeFacts {
     /// YEAR, no; null for 128-bit ids.
     #[schema(required = true)]
     fits_i64: Option<String>,
+    /// time: increasing per generator; none: in no order (uuid4, locality, a custom layout with
+    /// order=none)
+    #[schema(examples("time"))]
+    order: String,
 }
 
 /// Health and readiness.

@@ -1163,3 +1163,112 @@ fn a_parameter_given_twice_is_refused() {
     );
     assert_eq!(get(s.addr, "/v1/ids/uuid7?count=5", &[]).ids().len(), 5);
 }
+
+#[test]
+fn typeid_ids_take_their_prefix_from_the_query() {
+    let s = start(config(&["typeid", "uuid7"]));
+    let ids = get(s.addr, "/v1/ids/typeid?count=3&prefix=user", &[]).ids();
+    assert_eq!(ids.len(), 3);
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    for id in &ids {
+        let t: idforge::schemes::typeid::TypeId = id.parse().unwrap();
+        assert_eq!(t.prefix(), "user");
+        assert_eq!((t.uuid() >> 76) & 0xF, 7, "a UUIDv7: {id}");
+    }
+    // Without a prefix, the bare suffix; as text lines; streamed (more than 64).
+    let bare = get(s.addr, "/v1/ids/typeid", &[]).ids();
+    assert_eq!(bare[0].len(), 26);
+    let lines = get(
+        s.addr,
+        "/v1/ids/typeid?count=500&prefix=order_item",
+        &[("Accept", "text/plain")],
+    );
+    assert_eq!(lines.status, 200);
+    let body = lines.text();
+    let lines: Vec<&str> = body.lines().collect();
+    assert_eq!(lines.len(), 500);
+    assert!(lines
+        .iter()
+        .all(|l| l.len() == 11 + 26 && l.starts_with("order_item_")));
+    // Any 128-bit scheme as TypeID text.
+    let u = get(s.addr, "/v1/ids/uuid7?format=typeid&prefix=order", &[]).ids();
+    assert!(u[0].starts_with("order_0"), "{u:?}");
+    // Prefixes the spec refuses, and a prefix for other text: 400, nothing issued.
+    for bad in [
+        "/v1/ids/typeid?prefix=User",
+        "/v1/ids/typeid?prefix=user1",
+        "/v1/ids/typeid?prefix=_user",
+        "/v1/ids/typeid?prefix=user&format=uuid",
+        "/v1/ids/uuid7?prefix=user",
+    ] {
+        let r = get(s.addr, bad, &[]);
+        assert_eq!(r.status, 400, "{bad}");
+        assert!(r.error().contains("prefix"), "{bad}: {}", r.error());
+    }
+    // Inspected with and without the scheme.
+    let r = get(s.addr, &format!("/v1/inspect/{}", ids[0]), &[]);
+    assert_eq!(r.status, 200);
+    let j = r.json();
+    assert_eq!(
+        (j["scheme"].as_str(), j["prefix"].as_str()),
+        (Some("typeid"), Some("user"))
+    );
+    assert!(j["unix_ms"].as_u64().is_some());
+    let r = get(
+        s.addr,
+        &format!("/v1/inspect/{}?scheme=typeid", bare[0]),
+        &[],
+    );
+    assert_eq!(r.json()["prefix"], "");
+}
+
+#[test]
+fn inspect_reads_every_uuid_version() {
+    let s = start(config(&["uuid7"]));
+    // RFC 9562 Appendix A.1: a version 1 UUID.
+    let j = get(
+        s.addr,
+        "/v1/inspect/c232ab00-9414-11ec-b3c8-9f6bdeced846",
+        &[],
+    )
+    .json();
+    assert_eq!(j["scheme"], "uuid-v1");
+    assert_eq!(j["unix_ms"], 1_645_557_742_000u64);
+    assert_eq!(
+        (j["clock_seq"].as_u64(), j["node"].as_str()),
+        (Some(0x33c8), Some("9f6bdeced846"))
+    );
+    let j = get(
+        s.addr,
+        "/v1/inspect/919108f7-52d1-4320-9bac-f847db4148a8",
+        &[],
+    )
+    .json();
+    assert_eq!(j["scheme"], "uuid-v4");
+    assert!(
+        j.get("unix_ms").is_none() && j["note"].as_str().unwrap().contains("random"),
+        "{j}"
+    );
+}
+
+#[test]
+fn uuid4_is_served() {
+    let s = start(config(&["uuid4"]));
+    let ids = get(s.addr, "/v1/ids/uuid4?count=100", &[]).ids();
+    assert_eq!(ids.iter().collect::<HashSet<_>>().len(), 100);
+    assert!(
+        ids.iter()
+            .all(|u| u.len() == 36 && u.as_bytes()[14] == b'4'),
+        "{ids:?}"
+    );
+    let j = get(s.addr, &format!("/v1/inspect/{}?scheme=uuid4", ids[0]), &[]).json();
+    assert_eq!(j["scheme"], "uuid4");
+    let facts = get(s.addr, "/v1/schemes", &[]).json();
+    let u4 = facts
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "uuid4")
+        .unwrap();
+    assert_eq!(u4["order"], "none");
+}

@@ -1,6 +1,9 @@
 //! Decoding any id back into its parts.
 //!
-//! UUIDs are recognised by their version, as far as the version says which layout wrote them:
+//! UUIDs are recognised by their version ([`inspect_uuid`]): versions 1 and 6 are read as RFC 9562
+//! defines them (the 60-bit time since 1582-10-15, `clock_seq`, the node), 3, 4 and 5 are said
+//! to be name-based or random (they hold no time), and the nil and max UUIDs are named. As far
+//! as the version says which of idforge's layouts wrote them:
 //! 8 is `uprotocol-v8` and b a Locality UUID, but 7 is written by `uuid7`, `uprotocol` and other
 //! libraries alike, each with its own use of the bits after the time. Without a scheme a
 //! version 7 UUID is therefore decoded only as far as every reading agrees (time, version,
@@ -48,6 +51,8 @@ pub enum Part {
     Int(u128),
     /// Bits shown as text (`rand_b`, a MAC fragment, the variant): always a string.
     Hex(String),
+    /// Text (a TypeID's prefix): always a string.
+    Text(String),
     /// A UUID version: hex in text (`b`), a number in JSON (11), as RFC 9562 numbers them.
     Version(u8),
 }
@@ -56,7 +61,7 @@ impl std::fmt::Display for Part {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Part::Int(n) => write!(f, "{n}"),
-            Part::Hex(s) => f.write_str(s),
+            Part::Hex(s) | Part::Text(s) => f.write_str(s),
             Part::Version(v) => write!(f, "{v:x}"),
         }
     }
@@ -68,7 +73,7 @@ impl serde::Serialize for Part {
         match self {
             Part::Int(n) if *n <= 1 << 53 => s.serialize_u64(*n as u64),
             Part::Int(n) => s.collect_str(n),
-            Part::Hex(t) => s.serialize_str(t),
+            Part::Hex(t) | Part::Text(t) => s.serialize_str(t),
             Part::Version(v) => s.serialize_u8(*v),
         }
     }
@@ -86,9 +91,11 @@ impl serde::Serialize for Decoded {
         m.serialize_entry("id", &self.input)?;
         m.serialize_entry("scheme", &self.scheme)?;
         m.serialize_entry("value", &self.value.to_string())?;
-        if let (Some(ns), Some(time)) = (self.unix_ns, &self.time) {
+        if let Some(ns) = self.unix_ns {
             m.serialize_entry("unix_ms", &Nanos(ns / 1_000_000))?;
             m.serialize_entry("unix_ns", &Nanos(ns))?;
+        }
+        if let Some(time) = &self.time {
             m.serialize_entry("time", time)?;
         }
         for (k, v) in &parts {
@@ -96,6 +103,9 @@ impl serde::Serialize for Decoded {
         }
         if !self.layouts.is_empty() {
             m.serialize_entry("layouts", &self.layouts)?;
+        }
+        if let Some(n) = &self.note {
+            m.serialize_entry("note", n)?;
         }
         if let Some(h) = self.hint() {
             m.serialize_entry("hint", &h)?;
@@ -109,8 +119,8 @@ impl serde::Serialize for Decoded {
 pub struct Decoded {
     /// The id as given, trimmed.
     pub input: String,
-    /// The scheme it was decoded as; `uuid-v7` or `uuid-v8` for a version 7 or 8 UUID whose
-    /// layout is not known (see [`Decoded::layouts`]).
+    /// The scheme it was decoded as; for a UUID decoded without one, `uuid-v1` to `uuid-v8`
+    /// (see [`Decoded::layouts`] for 7 and 8), `uuid-nil` or `uuid-max`.
     pub scheme: String,
     /// The id's value.
     pub value: u128,
@@ -157,6 +167,17 @@ pub struct Decoded {
     /// version 7 UUID decoded without a scheme, which may also come from another library,
     /// [`V8_LAYOUTS`] for a version 8 UUID); empty when it was decoded as one scheme.
     pub layouts: Vec<String>,
+    /// A TypeID's prefix (possibly empty), for an id decoded as TypeID text.
+    pub prefix: Option<String>,
+    /// RFC 9562's 14-bit `clock_seq`, for a version 1 or 6 UUID.
+    pub clock_seq: Option<u16>,
+    /// The 60-bit timestamp of a version 1 or 6 UUID: 100-nanosecond intervals since
+    /// 1582-10-15T00:00:00Z (the Gregorian reform). [`Decoded::time`] holds it as a time;
+    /// [`Decoded::unix_ns`] too when it is not before 1970.
+    pub gregorian: Option<u64>,
+    /// What kind of UUID it is, when its version says so without a time to read (random,
+    /// name-based, nil, max, DCE security) or with one (time-based, v1 and v6).
+    pub note: Option<String>,
 }
 
 impl Decoded {
@@ -181,7 +202,8 @@ impl Decoded {
     }
 
     /// The scheme's own parts, named as the scheme names them, in the order `idforge inspect`
-    /// prints them: `node` (`host` for nanots-host, `tag` for nanots, `rand_b` for
+    /// prints them: `prefix` (TypeID), `timestamp` and `clock_seq` (UUID versions 1 and 6),
+    /// `node` (12 hex digits for UUID versions 1 and 6; `host` for nanots-host, `tag` for nanots, `rand_b` for
     /// uprotocol-v8), `counter`, `pid`, `mac`, `random`, `rand_a`, `rand_b`, `custom_a`,
     /// `custom_b`, `custom_c`, `version`, `variant`. The command line's text and JSON, and the service's JSON, come from here.
     ///
@@ -193,9 +215,19 @@ impl Decoded {
     /// ```
     pub fn parts(&self) -> Vec<(&'static str, Part)> {
         let mut out = Vec::new();
+        if let Some(p) = &self.prefix {
+            out.push(("prefix", Part::Text(p.clone())));
+        }
+        if let Some(t) = self.gregorian {
+            out.push(("timestamp", Part::Int(u128::from(t))));
+        }
+        if let Some(c) = self.clock_seq {
+            out.push(("clock_seq", Part::Int(u128::from(c))));
+        }
         if let Some(node) = self.node {
             out.push(match self.scheme.as_str() {
                 "uprotocol-v8" => ("rand_b", Part::Hex(format!("{node:016x}"))),
+                _ if self.gregorian.is_some() => ("node", Part::Hex(format!("{node:012x}"))),
                 "nanots-host" => ("host", Part::Int(node)),
                 "nanots" => ("tag", Part::Int(node)),
                 _ => ("node", Part::Int(node)),
@@ -299,6 +331,13 @@ pub fn inspect(
     format: Option<Format>,
 ) -> Result<Decoded, Error> {
     let trimmed = input.trim();
+    let typeid_text = match format {
+        Some(f) => f == Format::TypeId,
+        None => looks_like_typeid(trimmed),
+    };
+    if scheme == Some(&Scheme::TypeId) || (scheme.is_none() && typeid_text) {
+        return inspect_typeid(input, trimmed, format, scheme.is_some());
+    }
     let scheme = match scheme {
         Some(s) => s.clone(),
         None => {
@@ -313,18 +352,11 @@ pub fn inspect(
                 ));
             }
             let value = text::parse(trimmed, 128, Some(Format::Uuid))?;
-            match ((value >> 76) & 0xF) as u8 {
-                7 => return inspect_v7(trimmed, value),
-                8 => return inspect_v8(trimmed, value),
-                #[cfg(feature = "locality")]
-                locality::VERSION => return inspect_locality(input, format),
-                v => {
-                    return Err(malformed(
-                        input,
-                        format!("a version {v:x} UUID has no layout idforge decodes (it knows versions 7, 8 and b); name the scheme"),
-                    ))
-                }
+            #[cfg(feature = "locality")]
+            if ((value >> 76) & 0xF) as u8 == locality::VERSION && value != u128::MAX {
+                return inspect_locality(input, format);
             }
+            return inspect_uuid(input, trimmed, value);
         }
     };
     let layout = scheme.layout();
@@ -399,13 +431,203 @@ pub fn inspect(
         custom_b: None,
         custom_c: None,
         layouts: Vec::new(),
+        prefix: None,
+        clock_seq: None,
+        gregorian: None,
+        note: None,
     })
+}
+
+/// Whether text has the shape of TypeID text with a prefix: a `_` and 26 characters after the
+/// last one. (A bare suffix is read as TypeID text only with the scheme or the format named:
+/// it has the shape of a lowercase ULID.)
+pub fn looks_like_typeid(t: &str) -> bool {
+    t.rfind('_').is_some_and(|at| t.len() - at - 1 == 26) && !text::looks_like_uuid(t)
+}
+
+/// TypeID text (`prefix_suffix`, or the bare suffix), or with a format named, the UUID in that
+/// format (then with the empty prefix). With the scheme `typeid` named, a UUIDv7 suffix is
+/// decoded as its layout (uuid7's: time, counter, random); recognised by its shape alone, it is
+/// decoded as any version 7 UUID (time, raw `rand_a`/`rand_b`, `typeid` named in
+/// [`Decoded::layouts`]): other libraries' TypeIDs have random bits where idforge's counter is.
+/// The spec lets a suffix hold any UUID, which is decoded as far as its version says.
+fn inspect_typeid(
+    input: &str,
+    trimmed: &str,
+    format: Option<Format>,
+    named: bool,
+) -> Result<Decoded, Error> {
+    let (prefix, value) = match format {
+        None | Some(Format::TypeId) => text::parse_typeid(trimmed, input)?,
+        Some(f) => ("", text::parse(trimmed, 128, Some(f))?),
+    };
+    let canonical = text::TypeIdPrefix::new(prefix)?.encode(value).to_string();
+    let version = ((value >> 76) & 0xF) as u8;
+    let variant = ((value >> 62) & 0b11) as u8;
+    let mut d = if version == 7 && variant == 0b10 && named {
+        let text = text::encode(value, 128, Format::Uuid);
+        // uuid7's layout, which the typeid scheme's is (read as uuid7: not this function again).
+        inspect(text.as_str(), Some(&Scheme::Uuid7), Some(Format::Uuid))?
+    } else {
+        inspect_uuid(input, trimmed, value).unwrap_or_else(|_| other_uuid(trimmed, value))
+    };
+    d.input = trimmed.to_string();
+    d.scheme = Scheme::TypeId.name().into();
+    d.canonical = canonical;
+    d.prefix = Some(prefix.to_string());
+    d.layouts = if d.layouts.is_empty() {
+        Vec::new()
+    } else {
+        vec![Scheme::TypeId.name().to_string()]
+    };
+    Ok(d)
+}
+
+/// A UUID of any version, decoded only as far as its version and variant.
+fn other_uuid(trimmed: &str, value: u128) -> Decoded {
+    Decoded {
+        input: trimmed.to_string(),
+        scheme: "uuid".into(),
+        value,
+        bits: 128,
+        unix_ns: None,
+        time: None,
+        node: None,
+        counter: None,
+        random: None,
+        version: Some(((value >> 76) & 0xF) as u8),
+        variant: Some(((value >> 62) & 0b11) as u8),
+        canonical: text::encode(value, 128, Format::Uuid).to_string(),
+        pid: None,
+        mac: None,
+        rand_a: None,
+        rand_b: None,
+        custom_a: None,
+        custom_b: None,
+        custom_c: None,
+        layouts: Vec::new(),
+        prefix: None,
+        clock_seq: None,
+        gregorian: None,
+        note: None,
+    }
 }
 
 /// Chronicle's timestamp text: a 4-digit year and a dash.
 fn nanots_time_text(t: &str) -> bool {
     let b = t.as_bytes();
     b.len() >= 5 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-'
+}
+
+/// 100-nanosecond intervals from 1582-10-15T00:00:00Z (the Gregorian epoch of UUID versions 1
+/// and 6) to the Unix epoch: 12,219,292,800 seconds.
+pub const GREGORIAN_TO_UNIX_100NS: u64 = 12_219_292_800 * 10_000_000;
+
+/// A UUID of any version of RFC 9562, decoded as far as its version defines it: the time,
+/// `clock_seq` and node of versions 1 and 6, the raw fields of 7 and 8, and for the others
+/// what they are (random, name-based, DCE security, nil, max) with no time. The variant must be
+/// RFC 9562's (`0b10`) except for nil and max; versions 9 to 15 are not defined.
+///
+/// # Errors
+/// [`Error::WrongVariant`] for another variant, [`Error::MalformedId`] for version 0 (other
+/// than nil) and versions 9 to 15.
+///
+/// ```
+/// // RFC 9562, Appendix A.1: a version 1 UUID.
+/// let d = idforge::inspect("C232AB00-9414-11EC-B3C8-9F6BDECED846", None, None)?;
+/// assert_eq!(d.time.as_deref(), Some("2022-02-22T19:22:22.0000000Z"));
+/// assert_eq!((d.gregorian, d.clock_seq, d.node), (Some(0x1EC9414C232AB00), Some(0x33C8), Some(0x9F6BDECED846)));
+/// # Ok::<(), idforge::Error>(())
+/// ```
+pub fn inspect_uuid(input: &str, trimmed: &str, value: u128) -> Result<Decoded, Error> {
+    let version = ((value >> 76) & 0xF) as u8;
+    let variant = ((value >> 62) & 0b11) as u8;
+    let plain = |scheme: &str, note: &str| {
+        let mut d = other_uuid(trimmed, value);
+        d.scheme = scheme.into();
+        d.note = Some(note.into());
+        if value == 0 || value == u128::MAX {
+            // Neither has a version or a variant: its bits are all one value.
+            (d.version, d.variant) = (None, None);
+        }
+        d
+    };
+    if value == 0 {
+        return Ok(plain(
+            "uuid-nil",
+            "the nil UUID (RFC 9562 section 5.9): all 128 bits zero; no version, no time",
+        ));
+    }
+    if value == u128::MAX {
+        return Ok(plain(
+            "uuid-max",
+            "the max UUID (RFC 9562 section 5.10): all 128 bits one; no version, no time",
+        ));
+    }
+    if variant != 0b10 {
+        return Err(Error::WrongVariant {
+            input: clip(trimmed),
+            scheme: format!("a version {version:x} UUID"),
+            found: variant,
+        });
+    }
+    match version {
+        1 | 6 => Ok(inspect_gregorian(trimmed, value, version)),
+        2 => Ok(plain("uuid-v2", "DCE security (RFC 9562 section 5.2 leaves it to DCE 1.1): a local domain id replaces part of the time, so no time is read")),
+        3 => Ok(plain("uuid-v3", "name-based, MD5 (RFC 9562 section 5.3): a hash of a namespace and a name, which cannot be read back; no time")),
+        4 => Ok(plain("uuid-v4", "random (RFC 9562 section 5.4): 122 random bits; no time, no order")),
+        5 => Ok(plain("uuid-v5", "name-based, SHA-1 (RFC 9562 section 5.5): a hash of a namespace and a name, which cannot be read back; no time")),
+        7 => inspect_v7(trimmed, value),
+        8 => inspect_v8(trimmed, value),
+        v => Err(malformed(
+            input,
+            format!(
+                "version {v:x} is not a UUID version RFC 9562 defines (1 to 8, and the nil and max UUIDs{}); if it is an id of one of idforge's schemes, name the scheme",
+                if cfg!(feature = "locality") {
+                    "; idforge also reads b, the Locality UUID"
+                } else {
+                    ""
+                }
+            ),
+        )),
+    }
+}
+
+/// A version 1 or 6 UUID: the 60-bit count of 100 ns since 1582-10-15, the 14-bit clock
+/// sequence and the 48-bit node (RFC 9562 sections 5.1 and 5.6).
+///
+/// ```text
+///  v1: time_low(32) | time_mid(16) | ver(4) | time_high(12) | var(2) | clock_seq(14) | node(48)
+///  v6: time_high(32) | time_mid(16) | ver(4) | time_low(12) | var(2) | clock_seq(14) | node(48)
+/// ```
+fn inspect_gregorian(trimmed: &str, value: u128, version: u8) -> Decoded {
+    let hi = (value >> 64) as u64;
+    let ticks = if version == 1 {
+        let time_low = hi >> 32;
+        let time_mid = (hi >> 16) & 0xFFFF;
+        let time_high = hi & 0x0FFF;
+        time_high << 48 | time_mid << 32 | time_low
+    } else {
+        let time_high = hi >> 32;
+        let time_mid = (hi >> 16) & 0xFFFF;
+        let time_low = hi & 0x0FFF;
+        time_high << 28 | time_mid << 12 | time_low
+    };
+    let unix_100ns = i128::from(ticks) - i128::from(GREGORIAN_TO_UNIX_100NS);
+    let mut d = other_uuid(trimmed, value);
+    d.scheme = format!("uuid-v{version}");
+    d.gregorian = Some(ticks);
+    d.time = Some(format_unix_ns(unix_100ns * 100, 7));
+    d.unix_ns = u128::try_from(unix_100ns * 100).ok();
+    d.clock_seq = Some(((value >> 48) & 0x3FFF) as u16);
+    d.node = Some(value & 0xFFFF_FFFF_FFFF);
+    d.note = Some(if version == 1 {
+        "time-based (RFC 9562 section 5.1): 100 ns since 1582-10-15, clock_seq, node (a MAC address or random)".into()
+    } else {
+        "time-ordered (RFC 9562 section 5.6): version 1's fields with the time's bits in order"
+            .into()
+    });
+    d
 }
 
 /// A version 7 UUID of unknown layout: only what RFC 9562 defines.
@@ -440,6 +662,10 @@ fn inspect_v7(trimmed: &str, value: u128) -> Result<Decoded, Error> {
         custom_b: None,
         custom_c: None,
         layouts: V7_LAYOUTS.iter().map(|s| s.to_string()).collect(),
+        prefix: None,
+        clock_seq: None,
+        gregorian: None,
+        note: None,
     })
 }
 
@@ -475,6 +701,10 @@ fn inspect_v8(trimmed: &str, value: u128) -> Result<Decoded, Error> {
         custom_b: Some((value >> 64) & 0xFFF),
         custom_c: Some(value & ((1u128 << 62) - 1)),
         layouts: V8_LAYOUTS.iter().map(|s| s.to_string()).collect(),
+        prefix: None,
+        clock_seq: None,
+        gregorian: None,
+        note: None,
     })
 }
 
@@ -519,6 +749,23 @@ pub fn inspect_as(
         Some(Kind::Locality) => inspect_locality(input, format),
         #[cfg(not(feature = "locality"))]
         Some(Kind::Locality) => Err(Error::UnknownScheme("locality".into())),
+        Some(Kind::Uuid4) => {
+            let trimmed = input.trim();
+            let value = text::parse(trimmed, 128, format.or(Some(Format::Uuid)))?;
+            let found = ((value >> 76) & 0xF) as u8;
+            if found != 4 || value == 0 || value == u128::MAX {
+                return Err(Error::WrongVersion {
+                    input: clip(trimmed),
+                    scheme: "uuid4".into(),
+                    expected: 4,
+                    found,
+                });
+            }
+            inspect_uuid(input, trimmed, value).map(|d| Decoded {
+                scheme: "uuid4".into(),
+                ..d
+            })
+        }
     }
 }
 
@@ -564,6 +811,10 @@ pub fn inspect_nanots_host(input: &str, digits: u32) -> Result<Decoded, Error> {
         custom_b: None,
         custom_c: None,
         layouts: Vec::new(),
+        prefix: None,
+        clock_seq: None,
+        gregorian: None,
+        note: None,
     })
 }
 
@@ -616,6 +867,10 @@ pub fn inspect_locality(input: &str, format: Option<Format>) -> Result<Decoded, 
         custom_b: None,
         custom_c: None,
         layouts: Vec::new(),
+        prefix: None,
+        clock_seq: None,
+        gregorian: None,
+        note: None,
     })
 }
 
@@ -651,8 +906,12 @@ mod tests {
         assert_eq!(d.scheme, "uprotocol-v8");
         assert_eq!(d.counter, Some(0xabc));
         assert_eq!(d.node, Some(0x1def_0123_4567_89ab));
-        let e = inspect("018f3a5c-1d2e-4abc-9def-0123456789ab", None, None).unwrap_err();
-        assert!(e.to_string().contains("version 4"));
+        // Version 4 says it is random; 9 is no version of RFC 9562.
+        let d = inspect("018f3a5c-1d2e-4abc-9def-0123456789ab", None, None).unwrap();
+        assert_eq!((d.scheme.as_str(), d.time.as_deref()), ("uuid-v4", None));
+        assert!(d.note.unwrap().contains("random"));
+        let e = inspect("018f3a5c-1d2e-9abc-9def-0123456789ab", None, None).unwrap_err();
+        assert!(e.to_string().contains("version 9"), "{e}");
     }
 
     #[cfg(feature = "locality")]

@@ -637,6 +637,124 @@ pub fn check_typeid_prefix(prefix: &str, orig: &str) -> Result<(), Error> {
     Ok(())
 }
 
+/// A TypeID prefix checked against the spec ([`check_typeid_prefix`]), kept on the stack so
+/// that a text format holding it is `Copy` ([`crate::schemes::open::TextFormat::TypeId`]).
+/// The empty prefix is allowed, as the spec allows it: its ids are the bare suffix.
+///
+/// ```
+/// use idforge::text::TypeIdPrefix;
+/// let p = TypeIdPrefix::new("user")?;
+/// assert_eq!(p.encode(0x01890a5d_ac96_774b_bcce_b302099a8057).as_str(),
+///            "user_01h455vb4pex5vsknk084sn02q");
+/// assert_eq!(TypeIdPrefix::EMPTY.encode(1).as_str(), "00000000000000000000000001");
+/// assert!(TypeIdPrefix::new("user1").is_err());
+/// # Ok::<(), idforge::Error>(())
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TypeIdPrefix {
+    buf: [u8; TYPEID_PREFIX_MAX],
+    len: u8,
+}
+
+impl TypeIdPrefix {
+    /// The empty prefix: ids are written as the bare suffix, without a separator.
+    pub const EMPTY: TypeIdPrefix = TypeIdPrefix {
+        buf: [0; TYPEID_PREFIX_MAX],
+        len: 0,
+    };
+
+    /// A prefix, checked against the spec's rules.
+    ///
+    /// # Errors
+    /// [`Error::InvalidFormat`] naming the rule the prefix breaks.
+    pub fn new(prefix: &str) -> Result<TypeIdPrefix, Error> {
+        check_typeid_prefix(prefix, prefix).map_err(|e| match e {
+            Error::MalformedId { reason, .. } => Error::InvalidFormat(format!(
+                "{prefix:?} is not a TypeID prefix: {reason} (the spec's prefixes match ^([a-z]([a-z_]{{0,61}}[a-z])?)?$)"
+            )),
+            e => e,
+        })?;
+        let mut p = TypeIdPrefix::EMPTY;
+        p.buf[..prefix.len()].copy_from_slice(prefix.as_bytes());
+        p.len = prefix.len() as u8;
+        Ok(p)
+    }
+
+    /// The prefix.
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.buf[..self.len as usize]).unwrap_or("")
+    }
+
+    /// Whether it is the empty prefix.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The TypeID text of a 128-bit value: `prefix_` (nothing for the empty prefix) and the
+    /// 26-character suffix, on the stack.
+    pub fn encode(&self, value: u128) -> TypeIdText {
+        let mut t = TypeIdText {
+            buf: [0; TYPEID_MAX],
+            len: 0,
+        };
+        let mut at = self.len as usize;
+        t.buf[..at].copy_from_slice(&self.buf[..at]);
+        if at > 0 {
+            t.buf[at] = b'_';
+            at += 1;
+        }
+        let suffix = encode(value, 128, Format::TypeId);
+        t.buf[at..at + 26].copy_from_slice(suffix.as_bytes());
+        t.len = (at + 26) as u8;
+        t
+    }
+}
+
+impl fmt::Debug for TypeIdPrefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl fmt::Display for TypeIdPrefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The longest TypeID text: a 63-character prefix, the separator and the 26-character suffix.
+pub const TYPEID_MAX: usize = TYPEID_PREFIX_MAX + 1 + 26;
+
+/// TypeID text on the stack ([`TypeIdPrefix::encode`]).
+#[derive(Clone, Copy)]
+pub struct TypeIdText {
+    buf: [u8; TYPEID_MAX],
+    len: u8,
+}
+
+impl TypeIdText {
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(self.as_bytes()).unwrap_or("")
+    }
+    /// The text's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len as usize]
+    }
+}
+
+impl fmt::Display for TypeIdText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Debug for TypeIdText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
 /// Parses TypeID text, `prefix_suffix` or a bare suffix (the empty prefix, no separator), into
 /// its prefix and the 128-bit value of its suffix. The text is taken as given (not trimmed).
 ///

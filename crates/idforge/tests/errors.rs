@@ -90,9 +90,16 @@ fn malformed_and_wrong_version_id_strings() {
             ..
         })
     ));
+    // Version 4 is decoded (random, no time); 9 is no version of RFC 9562.
+    assert_eq!(
+        inspect("017f22e2-79b0-4cc3-98c4-dc0c0c07398f", None, None)
+            .unwrap()
+            .scheme,
+        "uuid-v4"
+    );
     assert!(matches!(
-        inspect("017f22e2-79b0-4cc3-98c4-dc0c0c07398f", None, None),
-        Err(Error::MalformedId { reason, .. }) if reason.contains("version 4")
+        inspect("017f22e2-79b0-9cc3-98c4-dc0c0c07398f", None, None),
+        Err(Error::MalformedId { reason, .. }) if reason.contains("version 9")
     ));
     assert!(matches!(
         inspect("017f22e2-79b0-7cc3-98c4", None, Some(Format::Uuid)),

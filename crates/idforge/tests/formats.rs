@@ -249,6 +249,439 @@ proptest! {
 }
 
 // ---------------------------------------------------------------------------------------------
+// TypeID
+
+/// The UUID of canonical UUID text.
+fn uuid_value(t: &str) -> u128 {
+    text::parse_uuid(t, t).unwrap()
+}
+
+/// One TypeID case that must decode: to its prefix and UUID, back to the same text, and through
+/// `inspect` (with and without the scheme named).
+fn typeid_decodes(t: &str, prefix: &str, uuid: u128) {
+    use idforge::schemes::typeid::TypeId;
+    let id: TypeId = t.parse().unwrap_or_else(|e| panic!("{t:?}: {e}"));
+    assert_eq!((id.prefix(), id.uuid()), (prefix, uuid), "{t}");
+    assert_eq!(id.to_string(), t, "encodes back");
+    assert_eq!(TypeId::new(prefix, uuid).unwrap().to_string(), t);
+    assert_eq!(
+        text::TypeIdPrefix::new(prefix)
+            .unwrap()
+            .encode(uuid)
+            .as_str(),
+        t
+    );
+    assert_eq!(text::parse_typeid(t, t).unwrap(), (prefix, uuid));
+    assert_eq!(text::parse(t, 128, Some(Format::TypeId)).unwrap(), uuid);
+    let kind = Kind::from_name("typeid", None).unwrap();
+    let d = inspect_as(t, Some(&kind), None, None).unwrap_or_else(|e| panic!("{t:?}: {e}"));
+    assert_eq!((d.value, d.canonical.as_str()), (uuid, t));
+    assert_eq!(d.prefix.as_deref(), Some(prefix));
+    assert_eq!(d.scheme, "typeid");
+    let version = ((uuid >> 76) & 0xF) as u8;
+    if version == 7 && (uuid >> 62) & 0b11 == 0b10 {
+        assert_eq!(d.unix_ms(), Some(uuid >> 80), "{t}: a UUIDv7's time");
+    }
+    // The nil and max UUIDs have no version.
+    let nil_or_max = uuid == 0 || uuid == u128::MAX;
+    assert_eq!(d.version, (!nil_or_max).then_some(version), "{t}");
+    if !prefix.is_empty() {
+        // `prefix_suffix` is recognised without the scheme.
+        let d = inspect_as(t, None, None, None).unwrap();
+        assert_eq!((d.value, d.prefix.as_deref()), (uuid, Some(prefix)));
+        if version == 7 && (uuid >> 62) & 0b11 == 0b10 {
+            // Its shape says TypeID, not idforge's layout: no counter, `typeid` to name.
+            assert_eq!(d.counter, None, "{t}");
+            assert_eq!(d.layouts, ["typeid"], "{t}");
+            assert!(d.hint().unwrap().contains("scheme `typeid`"), "{t}");
+        }
+    }
+}
+
+/// One TypeID case that must be refused by every parser; `inspect` trims its input (lines of
+/// standard input), so text that is valid once trimmed is the only thing it accepts.
+fn typeid_refused(t: &str) {
+    use idforge::schemes::typeid::TypeId;
+    assert!(t.parse::<TypeId>().is_err(), "accepted {t:?}");
+    assert!(
+        text::parse_typeid(t, t).is_err(),
+        "parse_typeid accepted {t:?}"
+    );
+    let kind = Kind::from_name("typeid", None).unwrap();
+    for k in [Some(&kind), None] {
+        match inspect_as(t, k, Some(Format::TypeId), None) {
+            Err(_) => {}
+            Ok(d) => {
+                assert_ne!(t.trim(), t, "inspect accepted {t:?}");
+                assert!(t.trim().parse::<TypeId>().is_ok(), "inspect accepted {t:?}");
+                assert_eq!(d.canonical, t.trim());
+            }
+        }
+    }
+}
+
+#[test]
+fn typeid_reference_vectors_decode_and_encode() {
+    let v = vectors("typeid");
+    let mut spec_cases = HashSet::new();
+    for case in list(&v, "valid") {
+        let t = case["text"].as_str().unwrap();
+        typeid_decodes(
+            t,
+            case["prefix"].as_str().unwrap(),
+            uuid_value(case["uuid"].as_str().unwrap()),
+        );
+        if let Some(c) = case["spec_case"].as_str() {
+            spec_cases.insert(c.to_string());
+        }
+    }
+    for case in list(&v, "invalid") {
+        typeid_refused(case["text"].as_str().unwrap());
+        if let Some(c) = case["spec_case"].as_str() {
+            spec_cases.insert(c.to_string());
+        }
+    }
+    // Every case of the spec's valid.yml and invalid.yml (spec 0.3.0) has one of ours.
+    for c in [
+        "nil",
+        "one",
+        "ten",
+        "sixteen",
+        "thirty-two",
+        "max-valid",
+        "valid-alphabet",
+        "valid-uuidv7",
+        "prefix-underscore",
+        "prefix-uppercase",
+        "prefix-numeric",
+        "prefix-period",
+        "prefix-non-ascii",
+        "prefix-spaces",
+        "prefix-64-chars",
+        "separator-empty-prefix",
+        "separator-empty",
+        "suffix-short",
+        "suffix-long",
+        "suffix-spaces",
+        "suffix-uppercase",
+        "suffix-hyphens",
+        "suffix-wrong-alphabet",
+        "suffix-ambiguous-crockford",
+        "suffix-hyphens-crockford",
+        "suffix-overflow",
+        "prefix-underscore-start",
+        "prefix-underscore-end",
+        "empty",
+        "prefix-empty",
+    ] {
+        assert!(spec_cases.contains(c), "no vector for the spec's case {c}");
+    }
+}
+
+/// The spec's own `valid.json` and `invalid.json` (jetify-com/typeid, spec/), read from the
+/// directory in `IDFORGE_TYPEID_SPEC` when it is set (they are not kept in this repository:
+/// `tests/vectors/README.md`).
+#[test]
+#[ignore = "reads the TypeID spec's valid.json/invalid.json from the directory in IDFORGE_TYPEID_SPEC: cargo test -p idforge --test formats -- --ignored"]
+fn typeid_spec_files_when_given() {
+    let dir = std::env::var_os("IDFORGE_TYPEID_SPEC").expect(
+        "IDFORGE_TYPEID_SPEC names the directory of the TypeID spec's valid.json and invalid.json",
+    );
+    let read = |name: &str| -> Value {
+        let p = Path::new(&dir).join(name);
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap()
+    };
+    let valid = read("valid.json");
+    for case in valid.as_array().unwrap() {
+        typeid_decodes(
+            case["typeid"].as_str().unwrap(),
+            case["prefix"].as_str().unwrap(),
+            uuid_value(case["uuid"].as_str().unwrap()),
+        );
+    }
+    let invalid = read("invalid.json");
+    for case in invalid.as_array().unwrap() {
+        typeid_refused(case["typeid"].as_str().unwrap());
+    }
+    eprintln!(
+        "{} valid and {} invalid spec cases checked",
+        valid.as_array().unwrap().len(),
+        invalid.as_array().unwrap().len()
+    );
+}
+
+#[test]
+fn typeid_generates_with_a_prefix_through_the_catalog() {
+    let kind = Kind::from_name("typeid", None).unwrap();
+    let g = Opened::open(&kind, &OpenOptions::default()).unwrap();
+    let f = g.text_format_prefixed(None, Some("user")).unwrap();
+    let mut ids = Vec::new();
+    g.take(2000, |id| ids.push(id)).unwrap();
+    let texts: Vec<String> = ids.iter().map(|&id| g.render(id, f)).collect();
+    assert!(
+        texts.windows(2).all(|w| w[0] < w[1]),
+        "text sorts like the ids"
+    );
+    for (id, t) in ids.iter().zip(&texts) {
+        assert_eq!(t.len(), 5 + 26);
+        assert!(t.starts_with("user_") && t.as_bytes()[5] <= b'7', "{t}");
+        assert_eq!((id >> 76) & 0xF, 7, "a UUIDv7");
+        assert_eq!((id >> 62) & 0b11, 0b10);
+    }
+    let d = inspect_as(&texts[0], Some(&kind), None, None).unwrap();
+    assert_eq!((d.value, d.prefix.as_deref()), (ids[0], Some("user")));
+    assert!(d.counter.is_some());
+    // The default is the bare suffix; the UUID text of the same id on request.
+    assert_eq!(
+        g.render(ids[0], g.text_format(None).unwrap()),
+        &texts[0][5..]
+    );
+    let u = g.render(ids[0], g.text_format(Some("uuid")).unwrap());
+    assert_eq!(text::parse_uuid(&u, &u).unwrap(), ids[0]);
+    // Prefixes the spec refuses, and a prefix where no TypeID text is written.
+    for bad in ["User", "user1", "_user", "user_", &"a".repeat(64), "us er"] {
+        assert!(g.text_format_prefixed(None, Some(bad)).is_err(), "{bad:?}");
+    }
+    assert!(g.text_format_prefixed(Some("uuid"), Some("user")).is_err());
+    assert!(
+        g.text_format_prefixed(None, Some("")).is_ok(),
+        "the empty prefix is the spec's"
+    );
+    // Any 128-bit scheme can be written as TypeID text.
+    let u7 = Opened::open_name("uuid7", None, &OpenOptions::default()).unwrap();
+    let f = u7
+        .text_format_prefixed(Some("typeid"), Some("order"))
+        .unwrap();
+    assert!(u7.render(u7.next().unwrap(), f).starts_with("order_0"));
+}
+
+proptest! {
+    #[test]
+    fn typeid_text_round_trips(v in any::<u128>(), p in "([a-z]([a-z_]{0,61}[a-z])?)?") {
+        let t = text::TypeIdPrefix::new(&p).unwrap().encode(v);
+        let (prefix, back) = text::parse_typeid(t.as_str(), "").unwrap();
+        prop_assert_eq!((prefix, back), (p.as_str(), v));
+    }
+
+    #[test]
+    fn typeid_parser_never_panics_and_accepts_only_canonical_text(s in "[0-9a-zA-Z_ .-]{0,40}") {
+        if let Ok((prefix, v)) = text::parse_typeid(&s, "") {
+            let back = text::TypeIdPrefix::new(prefix).unwrap().encode(v);
+            prop_assert_eq!(back.as_str(), s.as_str());
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// UUIDs of every version, inspected without a scheme
+
+fn check_uuid_case(case: &Value) {
+    let t = case["text"].as_str().unwrap();
+    let value = uuid_value(t);
+    let version = case["version"].as_u64().unwrap() as u8;
+    let d = idforge::inspect(t, None, None).unwrap_or_else(|e| panic!("{t}: {e}"));
+    assert_eq!(d.value, value, "{t}");
+    assert_eq!(d.version, Some(version), "{t}");
+    assert_eq!(d.variant, Some(0b10), "{t}");
+    assert_eq!(d.scheme, format!("uuid-v{version}"), "{t}");
+    match version {
+        1 | 6 => {
+            let ts: u64 = case["timestamp"].as_str().unwrap().parse().unwrap();
+            assert_eq!(d.gregorian, Some(ts), "{t}");
+            assert_eq!(d.time.as_deref(), case["time"].as_str(), "{t}");
+            let ns: i128 = case["unix_ns"].as_str().unwrap().parse().unwrap();
+            assert_eq!(d.unix_ns, u128::try_from(ns).ok(), "{t}: none before 1970");
+            assert_eq!(
+                d.clock_seq.map(u64::from),
+                case["clock_seq"].as_u64(),
+                "{t}"
+            );
+            let node = u128::from_str_radix(case["node"].as_str().unwrap(), 16).unwrap();
+            assert_eq!(d.node, Some(node), "{t}");
+            assert!(d.note.as_deref().unwrap().contains("RFC 9562 section 5."));
+        }
+        3 | 5 => {
+            assert_eq!((d.time.as_deref(), d.unix_ns), (None, None), "{t}");
+            assert!(d.note.as_deref().unwrap().contains("name-based"), "{t}");
+        }
+        4 => {
+            assert_eq!((d.time.as_deref(), d.unix_ns), (None, None), "{t}");
+            assert!(d.note.as_deref().unwrap().contains("random"), "{t}");
+        }
+        7 => {
+            assert_eq!(d.unix_ms(), case["unix_ms"].as_u64().map(u128::from), "{t}");
+            assert!(d.counter.is_none(), "{t}: no counter guessed");
+        }
+        8 => {
+            // The application's bits: raw, never read as uprotocol-v8 or as the uuid6
+            // package's nanoseconds unless the scheme is named.
+            assert_eq!(
+                (d.time.as_deref(), d.unix_ns, d.counter),
+                (None, None, None),
+                "{t}"
+            );
+            assert_eq!(d.custom_a, Some(value >> 80), "{t}");
+            assert_eq!(d.custom_b, Some((value >> 64) & 0xFFF), "{t}");
+            assert_eq!(d.custom_c, Some(value & ((1 << 62) - 1)), "{t}");
+        }
+        v => panic!("{t}: version {v} in the vectors"),
+    }
+}
+
+#[test]
+fn every_uuid_version_inspects_as_the_references_read_it() {
+    let v = vectors("uuid");
+    let rfc = list(&v, "rfc9562");
+    assert_eq!(
+        rfc.len(),
+        8,
+        "Appendix A's v1, v3, v4, v5, v6, v7 and B's two v8"
+    );
+    let mut versions = HashSet::new();
+    for case in rfc.iter().chain(list(&v, "valid")) {
+        check_uuid_case(case);
+        versions.insert(case["version"].as_u64().unwrap());
+    }
+    assert_eq!(
+        versions.len(),
+        7,
+        "versions 1, 3, 4, 5, 6, 7 and 8: {versions:?}"
+    );
+    // RFC 9562 A.1 and A.5 hold one time, clock sequence and node.
+    let a1 = idforge::inspect(rfc[0]["text"].as_str().unwrap(), None, None).unwrap();
+    let a5 = idforge::inspect(rfc[4]["text"].as_str().unwrap(), None, None).unwrap();
+    assert_eq!(a1.time.as_deref(), Some("2022-02-22T19:22:22.0000000Z"));
+    assert_eq!(
+        (a1.gregorian, a1.clock_seq, a1.node),
+        (a5.gregorian, a5.clock_seq, a5.node)
+    );
+}
+
+#[test]
+fn nil_max_and_undefined_uuids() {
+    let nil = idforge::inspect("00000000-0000-0000-0000-000000000000", None, None).unwrap();
+    assert_eq!(
+        (nil.scheme.as_str(), nil.version, nil.time),
+        ("uuid-nil", None, None)
+    );
+    assert!(nil.note.unwrap().contains("nil UUID"));
+    let max = idforge::inspect("FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF", None, None).unwrap();
+    assert_eq!(
+        (max.scheme.as_str(), max.version, max.time),
+        ("uuid-max", None, None)
+    );
+    assert!(max.note.unwrap().contains("max UUID"));
+    // Versions RFC 9562 does not define, and version 0 that is not nil.
+    for t in [
+        "00000000-0000-0000-8000-000000000001",
+        "017f22e2-79b0-9cc3-98c4-dc0c0c07398f",
+        "017f22e2-79b0-fcc3-98c4-dc0c0c07398f",
+    ] {
+        let e = idforge::inspect(t, None, None).unwrap_err().to_string();
+        assert!(e.contains("not a UUID version"), "{t}: {e}");
+    }
+    // Another variant than RFC 9562's: the version nibble means nothing there.
+    let e = idforge::inspect("c232ab00-9414-11ec-f3c8-9f6bdeced846", None, None).unwrap_err();
+    assert!(
+        matches!(e, idforge::Error::WrongVariant { found: 0b11, .. }),
+        "{e:?}"
+    );
+    // A v1 time before 1970 has no Unix nanoseconds but has its time.
+    let d = idforge::inspect("00000000-0000-1000-8000-000000000000", None, None).unwrap();
+    assert_eq!(d.time.as_deref(), Some("1582-10-15T00:00:00.0000000Z"));
+    assert_eq!(d.unix_ns, None);
+}
+
+// ---------------------------------------------------------------------------------------------
+// uuid4
+
+#[test]
+fn uuid4_generates_random_version_4_uuids_through_the_catalog() {
+    let kind = Kind::from_name("uuid4", None).unwrap();
+    assert_eq!(kind, Kind::Uuid4);
+    assert!(!kind.host_wide());
+    let g = Opened::open(&kind, &OpenOptions::default()).unwrap();
+    assert_eq!((g.bits(), g.is_uuid()), (128, true));
+    let mut ids = Vec::new();
+    g.take(10_000, |id| ids.push(id)).unwrap();
+    assert_eq!(ids.iter().collect::<HashSet<_>>().len(), ids.len());
+    let mut ones = [0u32; 128];
+    for &id in &ids {
+        assert_eq!(
+            ((id >> 76) & 0xF, (id >> 62) & 0b11),
+            (4, 0b10),
+            "{id:032x}"
+        );
+        for (bit, n) in ones.iter_mut().enumerate() {
+            *n += ((id >> bit) & 1) as u32;
+        }
+    }
+    // Each of the 122 random bits is set in about half the ids (10,000 draws: a standard
+    // deviation of 50; 4,000 to 6,000 is 20 of them).
+    let fixed = [76, 77, 78, 79, 62, 63];
+    for (bit, &n) in ones.iter().enumerate() {
+        if !fixed.contains(&bit) {
+            assert!(
+                (4_000..=6_000).contains(&n),
+                "bit {bit} set in {n} of 10000"
+            );
+        }
+    }
+    // Rendered as UUID text; inspected as uuid4 (and as a version 4 UUID without the scheme).
+    let f = g.text_format(None).unwrap();
+    let t = g.render(ids[0], f);
+    let d = inspect_as(&t, Some(&kind), None, None).unwrap();
+    assert_eq!(
+        (d.scheme.as_str(), d.value, d.time.as_deref()),
+        ("uuid4", ids[0], None)
+    );
+    assert!(d.note.unwrap().contains("random"));
+    assert_eq!(idforge::inspect(&t, None, None).unwrap().scheme, "uuid-v4");
+    let v7 = "017f22e2-79b0-7cc3-98c4-dc0c0c07398f";
+    assert!(matches!(
+        inspect_as(v7, Some(&kind), None, None),
+        Err(idforge::Error::WrongVersion {
+            expected: 4,
+            found: 7,
+            ..
+        })
+    ));
+    // Nothing but the secure generator: every setting of the sequencer's is refused.
+    let refused = [
+        OpenOptions {
+            node: Some(1),
+            ..OpenOptions::default()
+        },
+        OpenOptions {
+            at_ns: Some(T),
+            ..OpenOptions::default()
+        },
+        OpenOptions {
+            policy: Some(Policy::UNBOUNDED),
+            ..OpenOptions::default()
+        },
+        OpenOptions {
+            random: idforge::RandomSource::Fast,
+            ..OpenOptions::default()
+        },
+        OpenOptions {
+            state: Some(StateOptions::new(
+                std::env::temp_dir().join("idforge-uuid4.state"),
+            )),
+            ..OpenOptions::default()
+        },
+    ];
+    for opts in &refused {
+        let e = Opened::open(&kind, opts).unwrap_err();
+        assert!(
+            matches!(e, idforge::Error::NotApplicable { .. }),
+            "{opts:?}: {e}"
+        );
+    }
+    assert!(g.text_format_prefixed(Some("typeid"), Some("key")).is_ok());
+}
+
+// ---------------------------------------------------------------------------------------------
 // Generation through the catalog, every format
 
 /// Each format's scheme (with a node where it takes one).
@@ -258,6 +691,7 @@ fn formats() -> Vec<(Scheme, Option<u64>)> {
         (Scheme::Tsid, Some(7)),
         (Scheme::ObjectId, Some(0x12_3456_789a)),
         (Scheme::Xid, Some(0xab_cdef_0123)),
+        (Scheme::TypeId, None),
     ]
 }
 

@@ -311,9 +311,10 @@ fn locality_fields_of_other_versions_are_refused() {
         assert!(wrong(id.unix_ms().unwrap_err()));
         assert!(wrong(inspect_locality(text, None).unwrap_err()));
     }
-    // Auto-detection knows versions 7, 8 and b; others need a scheme.
+    // Auto-detection knows RFC 9562's versions 1 to 8 and b; others need a scheme.
     let e = inspect("9c5b94b1-35ad-c9bb-b118-8e8fc24abf80", None, None).unwrap_err();
-    assert!(e.to_string().contains("versions 7, 8 and b"), "{e}");
+    assert!(e.to_string().contains("not a UUID version"), "{e}");
+    assert!(e.to_string().contains("b, the Locality UUID"), "{e}");
 }
 
 #[test]

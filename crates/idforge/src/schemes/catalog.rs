@@ -17,13 +17,16 @@ pub enum Kind {
     NanoTsHost,
     /// Groupon's Locality UUID ([`super::locality`]): not sequencer-based.
     Locality,
+    /// RFC 9562 UUIDv4 ([`super::uuid4`]): 122 random bits from the secure generator; no
+    /// sequencer, no order.
+    Uuid4,
 }
 
 /// The locality scheme's name (also without the `locality` feature, to say it is missing).
 const LOCALITY: &str = "locality";
 
 /// The names [`Kind::from_name`] accepts, in the order `idforge schemes` lists them.
-pub const NAMES: [&str; 15] = [
+pub const NAMES: [&str; 17] = [
     "uuid7",
     "uprotocol",
     "uprotocol-v8",
@@ -36,6 +39,8 @@ pub const NAMES: [&str; 15] = [
     "tsid",
     "objectid",
     "xid",
+    "typeid",
+    "uuid4",
     "nanots-host",
     "locality",
     "custom",
@@ -70,6 +75,7 @@ impl Kind {
                 }
             }
             Some("nanots-host") => Kind::NanoTsHost,
+            Some("uuid4") => Kind::Uuid4,
             #[cfg(feature = "locality")]
             Some("locality") => Kind::Locality,
             #[cfg(not(feature = "locality"))]
@@ -101,6 +107,7 @@ impl Kind {
             Kind::Layout(s) => s.name(),
             Kind::NanoTsHost => "nanots-host",
             Kind::Locality => LOCALITY,
+            Kind::Uuid4 => "uuid4",
         }
     }
 
@@ -114,7 +121,7 @@ impl Kind {
             Kind::Layout(s) if s.needs_node() => Identity::Node {
                 max: s.layout().node.max() as u64,
             },
-            Kind::Layout(_) => Identity::None,
+            Kind::Layout(_) | Kind::Uuid4 => Identity::None,
             Kind::NanoTsHost => Identity::Host,
             Kind::Locality => Identity::PidAndMac,
         }
@@ -122,7 +129,10 @@ impl Kind {
 
     /// Whether the kind can keep its stamp in a state file shared by the host's processes.
     pub fn host_wide(&self) -> bool {
-        !matches!(self, Kind::Locality | Kind::Layout(Scheme::UProtocolV8))
+        !matches!(
+            self,
+            Kind::Locality | Kind::Uuid4 | Kind::Layout(Scheme::UProtocolV8)
+        )
     }
 }
 
@@ -172,6 +182,9 @@ pub struct Facts {
     pub summary: String,
     /// Whether its ids fit a signed 64-bit integer (PostgreSQL `bigint`, Java `long`).
     pub signed64: Signed64,
+    /// How its ids are ordered: `time` (increasing per generator, by time then counter) or
+    /// `none` (a layout whose counter is above its time, `locality` by design, `uuid4`).
+    pub order: &'static str,
 }
 
 impl Facts {
@@ -188,6 +201,7 @@ impl Facts {
             diagram: l.diagram(),
             summary: summary.into(),
             signed64: l.signed64(),
+            order: if l.is_time_ordered() { "time" } else { "none" },
         }
     }
 }
@@ -235,6 +249,7 @@ pub fn facts() -> Vec<Facts> {
             summary: "Chronicle DistributedUniqueTimeProvider: the host id in the lowest decimal digits; format `time` prints 2021-12-28T14:07:02.954100128".into(),
             // Unix nanoseconds in a u64: past i64::MAX in April 2262.
             signed64: Signed64::Until(year_of_unix_ns(i64::MAX as u128)),
+            order: "time",
         });
     }
     #[cfg(feature = "locality")]
@@ -250,18 +265,39 @@ pub fn facts() -> Vec<Facts> {
         diagram: "counter(32) | pid(16) | ver=b | mac(28) | time(48)".into(),
         summary: "Groupon Locality UUID (version b): variable mode spreads ids over shards, sequential mode clusters them; set the pid and MAC in containers".into(),
         signed64: Signed64::Wider,
+        order: "none",
+    });
+    out.push(Facts {
+        name: "uuid4".into(),
+        bits: 128,
+        // No tick, no counter, no end: every id is drawn whole.
+        ids_per_tick: 0,
+        ids_per_second: f64::INFINITY,
+        nodes: None,
+        end_year: NEVER,
+        tick_ns: 0,
+        epoch: "-".into(),
+        diagram: super::uuid4::DIAGRAM.into(),
+        summary: "RFC 9562 UUIDv4: 122 random bits from the secure generator (ChaCha12 seeded by the OS); no time, no order, unique by chance only".into(),
+        signed64: Signed64::Wider,
+        order: "none",
     });
     out
 }
 
-/// The known name closest to `name` (edit distance at most 3), for "did you mean".
+/// [`Facts::end_year`] of a scheme with no time field to run out (`uuid4`).
+pub const NEVER: i32 = i32::MAX;
+
+/// The known name closest to `name` (edit distance at most 3), for "did you mean"; of names
+/// as close, the first [`NAMES`] lists (`uuid9`: uuid7, not uuid4).
 fn closest(name: &str) -> Option<&'static str> {
     NAMES
         .iter()
-        .map(|n| (distance(name, n), *n))
-        .filter(|(d, _)| *d <= 3)
+        .enumerate()
+        .map(|(i, n)| (distance(name, n), i, *n))
+        .filter(|(d, _, _)| *d <= 3)
         .min()
-        .map(|(_, n)| n)
+        .map(|(_, _, n)| n)
 }
 
 /// Levenshtein distance.
@@ -312,7 +348,7 @@ mod tests {
         let all = facts();
         assert_eq!(
             all.len(),
-            Scheme::PRESETS.len() + 2 + usize::from(cfg!(feature = "locality"))
+            Scheme::PRESETS.len() + 3 + usize::from(cfg!(feature = "locality"))
         );
         for f in &all {
             assert!(f.end_year > 2025, "{}", f.name);
@@ -330,6 +366,8 @@ mod tests {
         assert_eq!(by("nanots").signed64, Signed64::Until(2262));
         assert_eq!(by("nanots-host").signed64, Signed64::Until(2262));
         assert_eq!(by("uuid7").signed64, Signed64::Wider);
+        assert_eq!((by("uuid7").order, by("uuid4").order), ("time", "none"));
+        assert_eq!(by("uuid4").end_year, NEVER);
         #[cfg(feature = "locality")]
         assert_eq!(by("locality").end_year, 10889);
     }

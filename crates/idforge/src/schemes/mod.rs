@@ -11,9 +11,11 @@ pub mod objectid;
 pub mod open;
 pub mod snowflake;
 pub mod tsid;
+pub mod typeid;
 pub mod ulid;
 pub mod uprotocol;
 pub mod uprotocol_v8;
+pub mod uuid4;
 pub mod uuid7;
 pub mod xid;
 
@@ -49,13 +51,15 @@ pub enum Scheme {
     ObjectId,
     /// rs/xid, the node in its machine id and pid ([`xid`]).
     Xid,
+    /// TypeID: a prefix and a UUIDv7 of uuid7's layout in base32 ([`typeid`]).
+    TypeId,
     /// A user-defined layout ([`Layout::parse_spec`] or [`Layout::builder`]).
     Custom(Layout),
 }
 
 impl Scheme {
     /// The preset schemes (every variant but `Custom`).
-    pub const PRESETS: [Scheme; 12] = [
+    pub const PRESETS: [Scheme; 13] = [
         Scheme::Uuid7,
         Scheme::UProtocol,
         Scheme::UProtocolV8,
@@ -68,6 +72,7 @@ impl Scheme {
         Scheme::Tsid,
         Scheme::ObjectId,
         Scheme::Xid,
+        Scheme::TypeId,
     ];
 
     /// The scheme's name on the command line.
@@ -85,6 +90,7 @@ impl Scheme {
             Scheme::Tsid => "tsid",
             Scheme::ObjectId => "objectid",
             Scheme::Xid => "xid",
+            Scheme::TypeId => "typeid",
             Scheme::Custom(_) => "custom",
         }
     }
@@ -122,6 +128,7 @@ impl Scheme {
             Scheme::Tsid => tsid::layout(),
             Scheme::ObjectId => objectid::layout(),
             Scheme::Xid => xid::layout(),
+            Scheme::TypeId => typeid::layout(),
             Scheme::Custom(l) => l.clone(),
         }
     }
@@ -145,7 +152,7 @@ impl Scheme {
     /// The UUID version, for UUID schemes.
     pub fn uuid_version(&self) -> Option<u8> {
         match self {
-            Scheme::Uuid7 | Scheme::UProtocol => Some(7),
+            Scheme::Uuid7 | Scheme::UProtocol | Scheme::TypeId => Some(7),
             Scheme::UProtocolV8 => Some(8),
             _ => None,
         }
@@ -174,7 +181,11 @@ impl Scheme {
     /// Whether a generator of this scheme needs a node id from the caller.
     pub fn needs_node(&self) -> bool {
         match self {
-            Scheme::Uuid7 | Scheme::UProtocol | Scheme::UProtocolV8 | Scheme::NanoTs => false,
+            Scheme::Uuid7
+            | Scheme::UProtocol
+            | Scheme::UProtocolV8
+            | Scheme::TypeId
+            | Scheme::NanoTs => false,
             s => s.layout().node.width() > 0,
         }
     }
@@ -186,6 +197,7 @@ impl Scheme {
             Scheme::Tsid => Format::Base32,
             Scheme::ObjectId => Format::Hex,
             Scheme::Xid => Format::Xid,
+            Scheme::TypeId => Format::TypeId,
             s if s.uuid_version().is_some() => Format::Uuid,
             _ => Format::Dec,
         }
@@ -200,6 +212,7 @@ impl Scheme {
         match self {
             Scheme::Ulid => Some(Format::Ulid),
             Scheme::Xid => Some(Format::Xid),
+            Scheme::TypeId => Some(Format::TypeId),
             Scheme::ObjectId if text.trim().len() == 24 => Some(Format::Hex),
             Scheme::Tsid if text.trim().len() == 13 => Some(Format::Base32),
             _ => None,
@@ -287,6 +300,7 @@ impl Scheme {
             Scheme::Tsid => "TSID (tsid-creator): ms since 2020, 1024 nodes, 13 Crockford characters or a long",
             Scheme::ObjectId => "MongoDB ObjectId: seconds, the node in its 5 process bytes, 24-bit counter; 24 hex characters",
             Scheme::Xid => "rs/xid: ObjectId's bytes, the node in machine id and pid; 20 base32hex characters",
+            Scheme::TypeId => "TypeID (jetify typeid 0.3): prefix_ and uuid7's UUIDv7 in 26 lowercase base32 characters; the prefix is chosen per request",
             Scheme::Custom(_) => "user-defined layout",
         }
     }

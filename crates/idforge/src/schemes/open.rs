@@ -242,13 +242,19 @@ enum Inner {
     NanoTsHost(Box<nanots::HostGenerator<AnyClock, AnyCell>>),
     #[cfg(feature = "locality")]
     Locality(Box<super::locality::LocalityGenerator<AnyClock>>),
+    /// UUIDv4: the secure generator, nothing else.
+    Uuid4,
 }
 
-/// How ids are written as text: one of [`Format`], or nanots's timestamp text.
+/// How ids are written as text: one of [`Format`], TypeID text with its prefix, or nanots's
+/// timestamp text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TextFormat {
-    /// A [`Format`].
+    /// A [`Format`] ([`Format::TypeId`] is always [`TextFormat::TypeId`]).
     Plain(Format),
+    /// TypeID text: `prefix_` and the 26-character suffix ([`text::TypeIdPrefix::encode`]), the
+    /// bare suffix for the empty prefix.
+    TypeId(text::TypeIdPrefix),
     /// `2021-12-28T14:07:02.954100128` (nanots, nanots-host).
     Time,
 }
@@ -265,7 +271,7 @@ impl Kind {
         opts: &OpenOptions,
     ) -> Result<Option<crate::sequencer::Timebase>, Error> {
         Ok(match self {
-            Kind::Layout(Scheme::UProtocolV8) | Kind::Locality => None,
+            Kind::Layout(Scheme::UProtocolV8) | Kind::Locality | Kind::Uuid4 => None,
             Kind::Layout(s) => Some(s.layout().timebase()),
             Kind::NanoTsHost => Some(
                 nanots::HostDigits::new(opts.node.unwrap_or(0), opts.host_digits.unwrap_or(2))?
@@ -326,6 +332,7 @@ fn not_applicable(kind: &Kind, setting: &str) -> Error {
         Kind::Locality => "its ids are kept apart by the pid, the MAC and a 32-bit counter per millisecond, not by a shared stamp",
         Kind::Layout(Scheme::UProtocolV8) => "it is a process-wide singleton on the wall clock",
         Kind::NanoTsHost => "its ids are kept apart by the host id",
+        Kind::Uuid4 => "its ids are 122 random bits from the secure generator: no time, no counter, no node",
         Kind::Layout(_) => "its layout has no such field",
     };
     Error::NotApplicable {
@@ -478,6 +485,27 @@ impl Opened {
             }
             #[cfg(not(feature = "locality"))]
             Kind::Locality => return Err(Error::UnknownScheme("locality".into())),
+            Kind::Uuid4 => {
+                if opts.node.is_some() {
+                    return Err(not_applicable(kind, "a node id"));
+                }
+                if opts.state.is_some() || opts.cell.is_some() {
+                    return Err(not_applicable(
+                        kind,
+                        "a host-wide state file or a leased cell",
+                    ));
+                }
+                if opts.policy.is_some() {
+                    return Err(not_applicable(kind, "a policy"));
+                }
+                if opts.at_ns.is_some() {
+                    return Err(not_applicable(kind, "a fixed clock"));
+                }
+                if opts.random != RandomSource::Secure {
+                    return Err(not_applicable(kind, "the fast random source (its random bits are all it has: they come from the secure generator)"));
+                }
+                Inner::Uuid4
+            }
         };
         Ok(Opened {
             kind: kind.clone(),
@@ -519,6 +547,7 @@ impl Opened {
             Inner::NanoTsHost(_) => 64,
             #[cfg(feature = "locality")]
             Inner::Locality(_) => 128,
+            Inner::Uuid4 => 128,
         }
     }
 
@@ -527,7 +556,7 @@ impl Opened {
         match &self.kind {
             Kind::Layout(s) => s.uuid_version().is_some(),
             Kind::NanoTsHost => false,
-            Kind::Locality => true,
+            Kind::Locality | Kind::Uuid4 => true,
         }
     }
 
@@ -536,7 +565,7 @@ impl Opened {
         match &self.kind {
             Kind::Layout(s) => crate::generator::SchemeSpec::family(s),
             Kind::NanoTsHost => IdFamily::NanoTs,
-            Kind::Locality => IdFamily::Uuid,
+            Kind::Locality | Kind::Uuid4 => IdFamily::Uuid,
         }
     }
 
@@ -554,6 +583,7 @@ impl Opened {
             Inner::NanoTsHost(g) => g.next().map(u128::from),
             #[cfg(feature = "locality")]
             Inner::Locality(g) => Ok(g.next().as_u128()),
+            Inner::Uuid4 => Ok(super::uuid4::uuid4()),
         }
     }
 
@@ -585,7 +615,7 @@ impl Opened {
         Ok(())
     }
 
-    /// How far the last id is ahead of the wall clock (zero for locality).
+    /// How far the last id is ahead of the wall clock (zero for locality and uuid4).
     pub fn lead(&self) -> Duration {
         match &self.inner {
             Inner::Process(g) => g.sequencer().lead(),
@@ -596,6 +626,7 @@ impl Opened {
             Inner::NanoTsHost(g) => g.sequencer().lead(),
             #[cfg(feature = "locality")]
             Inner::Locality(_) => Duration::ZERO,
+            Inner::Uuid4 => Duration::ZERO,
         }
     }
 
@@ -625,12 +656,48 @@ impl Opened {
     /// [`Error::InvalidFormat`] for an unknown name or one this scheme's ids cannot be written in
     /// (a 64-bit id as a UUID, `time` for a scheme whose ids are not timestamps).
     pub fn text_format(&self, requested: Option<&str>) -> Result<TextFormat, Error> {
+        self.text_format_prefixed(requested, None)
+    }
+
+    /// As [`Opened::text_format`], with a TypeID prefix for TypeID text (the `typeid` scheme's
+    /// default, or `typeid` requested for another 128-bit scheme); `None` is the empty prefix.
+    ///
+    /// # Errors
+    /// Those of [`Opened::text_format`]; [`Error::InvalidFormat`] for a prefix the TypeID spec
+    /// does not allow, or a prefix with another format (it would be ignored).
+    ///
+    /// ```
+    /// use idforge::schemes::open::{Opened, OpenOptions};
+    /// let g = Opened::open_name("typeid", None, &OpenOptions::default())?;
+    /// let f = g.text_format_prefixed(None, Some("user"))?;
+    /// assert!(g.render(g.next()?, f).starts_with("user_0"));
+    /// assert!(g.text_format_prefixed(None, Some("User")).is_err());
+    /// assert!(g.text_format_prefixed(Some("uuid"), Some("user")).is_err());
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
+    pub fn text_format_prefixed(
+        &self,
+        requested: Option<&str>,
+        prefix: Option<&str>,
+    ) -> Result<TextFormat, Error> {
+        let f = self.text_format_unprefixed(requested)?;
+        match (f, prefix) {
+            (TextFormat::TypeId(_), Some(p)) => Ok(TextFormat::TypeId(text::TypeIdPrefix::new(p)?)),
+            (f, None) => Ok(f),
+            (_, Some(_)) => Err(Error::InvalidFormat(format!(
+                "a prefix applies only to TypeID text (the typeid scheme, or format typeid), not to {} ids in another format",
+                self.name()
+            ))),
+        }
+    }
+
+    fn text_format_unprefixed(&self, requested: Option<&str>) -> Result<TextFormat, Error> {
         let timestamps = matches!(self.kind, Kind::NanoTsHost | Kind::Layout(Scheme::NanoTs));
         let f = match requested.map(|r| r.trim().to_ascii_lowercase()) {
             None => match &self.kind {
                 Kind::Layout(s) => s.default_format(),
                 Kind::NanoTsHost => Format::Dec,
-                Kind::Locality => Format::Uuid,
+                Kind::Locality | Kind::Uuid4 => Format::Uuid,
             },
             Some(t) if t == "time" && timestamps => return Ok(TextFormat::Time),
             Some(t) if t == "time" => {
@@ -648,13 +715,17 @@ impl Opened {
             )));
         }
         text::check_format(f, self.bits(), self.is_uuid(), self.name())?;
-        Ok(TextFormat::Plain(f))
+        Ok(match f {
+            Format::TypeId => TextFormat::TypeId(text::TypeIdPrefix::EMPTY),
+            f => TextFormat::Plain(f),
+        })
     }
 
     /// An id as text.
     pub fn render(&self, id: u128, format: TextFormat) -> String {
         match format {
             TextFormat::Time => nanots::format(id as u64),
+            TextFormat::TypeId(p) => p.encode(id).to_string(),
             TextFormat::Plain(f) => text::encode(id, self.bits(), f).to_string(),
         }
     }
