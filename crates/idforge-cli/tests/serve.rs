@@ -634,7 +634,6 @@ fn peak_kb(pid: u32) -> u64 {
 /// streamed now: four stalled clients of a million ids each cost the server a few MB.
 #[test]
 fn clients_of_large_batches_that_read_nothing_cost_the_server_little_memory() {
-    use std::io::{Read, Write};
     let d = TempDir::new("memory");
     let mut c = cmd(&d.0);
     c.args([
@@ -655,35 +654,10 @@ fn clients_of_large_batches_that_read_nothing_cost_the_server_little_memory() {
     );
     let before = peak_kb(p.child.id());
     let stalled: Vec<_> = (0..4)
-        .map(|_| {
-            let mut s = std::net::TcpStream::connect(p.addr).unwrap();
-            s.write_all(b"GET /v1/ids/uuid7?count=1000000 HTTP/1.1\r\nHost: x\r\n\r\n")
-                .unwrap();
-            let mut head = [0u8; 12];
-            s.read_exact(&mut head).unwrap();
-            assert_eq!(&head, b"HTTP/1.1 200");
-            s
-        })
+        .map(|_| http::stalled(p.addr, "/v1/ids/uuid7?count=1000000", &[]))
         .collect();
     // Wait until the server stops issuing (its frames queue up behind the full sockets).
-    let issued = || {
-        let m = get(p.addr, "/metrics", &[]).text();
-        m.lines()
-            .find_map(|l| l.strip_prefix("idforge_ids_issued_total{scheme=\"uuid7\"} "))
-            .unwrap()
-            .trim()
-            .parse::<u64>()
-            .unwrap()
-    };
-    let mut last = issued();
-    for _ in 0..50 {
-        std::thread::sleep(Duration::from_millis(200));
-        let now = issued();
-        if now == last {
-            break;
-        }
-        last = now;
-    }
+    let last = http::issued_settled(p.addr, "uuid7");
     let grew_mb = (peak_kb(p.child.id()) - before) / 1024;
     // Made whole, the four bodies alone would be 4 x 37 MB.
     assert!(

@@ -36,6 +36,21 @@ pub(crate) struct Served {
 }
 
 impl Served {
+    /// Why the scheme can no longer issue, once it cannot.
+    pub(crate) fn broken(&self) -> Option<String> {
+        self.broken
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Notes a refusal of the generator: a lost state file leaves the scheme unready until the
+    /// service restarts (other refusals pass).
+    pub(crate) fn refused(&self, e: &idforge::Error) {
+        if matches!(e, idforge::Error::StateFile(_)) {
+            *self.broken.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+        }
+    }
     pub(crate) fn lease_status(&self) -> Option<LeaseStatus> {
         self.lease.as_ref().and_then(Lease::status)
     }

@@ -137,9 +137,7 @@ fn small(
 
 /// The answer to a generator's refusal; a state file lost marks the scheme broken (unready).
 fn refused_message(s: &Served, e: &idforge::Error) -> ApiError {
-    if matches!(e, idforge::Error::StateFile(_)) {
-        *s.broken.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
-    }
+    s.refused(e);
     fail(
         refusal(e),
         format!("{} refused to issue: {e}", s.gen.name()),
@@ -265,9 +263,7 @@ async fn stream(
                 }
                 let c = (k - made).min(CHUNK);
                 if let Err(e) = w.ids(s, c, format, &mut out) {
-                    if matches!(e, idforge::Error::StateFile(_)) {
-                        *s.broken.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
-                    }
+                    s.refused(&e);
                     let _ = send(Err(e));
                     return;
                 }

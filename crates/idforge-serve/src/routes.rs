@@ -181,7 +181,7 @@ pub(crate) async fn readyz(State(app): State<Arc<App>>, req: Request) -> Respons
     let problems = tokio::task::spawn_blocking(move || {
         let mut problems = Vec::new();
         for s in &probe.schemes {
-            let broken = s.broken.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let broken = s.broken();
             if let Some(why) = broken {
                 problems.push(format!("{}: {why}", s.gen.name()));
                 continue;
@@ -207,9 +207,7 @@ pub(crate) async fn readyz(State(app): State<Arc<App>>, req: Request) -> Respons
                 }
             }
             if let Err(e) = s.gen.next() {
-                if matches!(e, idforge::Error::StateFile(_)) {
-                    *s.broken.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
-                }
+                s.refused(&e);
                 problems.push(format!("{}: {e}", s.gen.name()));
             }
         }
@@ -248,8 +246,7 @@ pub(crate) async fn readyz(State(app): State<Arc<App>>, req: Request) -> Respons
 pub(crate) async fn metrics_text(State(app): State<Arc<App>>) -> Response {
     let leases: Vec<Option<LeaseStatus>> = app.schemes.iter().map(Served::lease_status).collect();
     let ready = app.schemes.iter().zip(&leases).all(|(s, l)| {
-        s.broken.lock().unwrap_or_else(|p| p.into_inner()).is_none()
-            && (s.lease.is_none() || l.as_ref().is_some_and(|l| l.issuing))
+        s.broken().is_none() && (s.lease.is_none() || l.as_ref().is_some_and(|l| l.issuing))
     });
     let gauges = app.schemes.iter().zip(&leases).map(|(s, l)| SchemeGauges {
         name: s.gen.name(),

@@ -5,7 +5,7 @@ mod common;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use common::{config, get, request, start};
+use common::{config, get, issued_settled, request, stalled, start};
 use idforge_serve::{App, Config, Settings};
 
 /// A custom layout with a node field.
@@ -715,47 +715,6 @@ fn a_lost_state_file_makes_the_service_unready() {
         .contains("idforge_ready 0"));
 }
 
-/// A request whose client reads only the first bytes of the answer and then nothing, holding
-/// the connection open.
-fn stalled(addr: std::net::SocketAddr, path: &str) -> std::net::TcpStream {
-    use std::io::{Read, Write};
-    let mut c = std::net::TcpStream::connect(addr).unwrap();
-    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        c,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut head = [0u8; 12];
-    c.read_exact(&mut head).unwrap();
-    assert_eq!(&head, b"HTTP/1.1 200", "{}", String::from_utf8_lossy(&head));
-    c
-}
-
-/// The `idforge_ids_issued_total` of `scheme` once it stops moving.
-fn issued_settled(addr: std::net::SocketAddr, scheme: &str) -> u64 {
-    let read = || {
-        let m = get(addr, "/metrics", &[]).text();
-        let key = format!("idforge_ids_issued_total{{scheme=\"{scheme}\"}} ");
-        m.lines()
-            .find_map(|l| l.strip_prefix(&key))
-            .unwrap_or_else(|| panic!("no {key} in {m}"))
-            .trim()
-            .parse::<u64>()
-            .unwrap()
-    };
-    let mut last = read();
-    for _ in 0..50 {
-        std::thread::sleep(Duration::from_millis(200));
-        let now = read();
-        if now == last && now > 0 {
-            return now;
-        }
-        last = now;
-    }
-    panic!("{scheme}'s issued count still moves: {last}");
-}
-
 /// Issue 19: a large batch was made whole before its first byte was sent: one request for a
 /// million ids held 39 MB, and a client that read nothing made the server issue (and hold) every
 /// id. A large batch is now streamed a frame at a time, at most a few frames ahead of what the
@@ -768,7 +727,7 @@ fn a_large_batch_is_streamed_no_further_ahead_than_its_client_reads() {
         in_process: true,
         ..config(&["uuid7"])
     });
-    let c = stalled(s.addr, "/v1/ids/uuid7?count=1000000");
+    let c = stalled(s.addr, "/v1/ids/uuid7?count=1000000", &[]);
     // 37 MB of text asked for; the kernel's socket buffers take a few MB of it, the server a
     // few 1,024-id frames more.
     let issued = issued_settled(s.addr, "uuid7");
@@ -793,6 +752,21 @@ fn a_large_batch_is_streamed_no_further_ahead_than_its_client_reads() {
     assert!(r.complete);
 }
 
+/// How long until a large batch (100 uuid7) is served, polling up to `within`.
+fn large_batch_served_within(addr: std::net::SocketAddr, within: Duration) -> Option<Duration> {
+    let t = Instant::now();
+    while t.elapsed() < within {
+        let r = get(addr, "/v1/ids/uuid7?count=100", &[]);
+        if r.status == 200 {
+            assert_eq!(r.ids().len(), 100);
+            return Some(t.elapsed());
+        }
+        assert_eq!(r.status, 503, "{}", r.text());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
 #[test]
 fn large_batches_in_flight_are_capped_with_503_and_retry_after() {
     // Clients that read nothing hold their large batches (and the memory of a few frames each)
@@ -805,7 +779,7 @@ fn large_batches_in_flight_are_capped_with_503_and_retry_after() {
         ..config(&["uuid7"])
     });
     let held: Vec<_> = (0..3)
-        .map(|_| stalled(s.addr, "/v1/ids/uuid7?count=1000000"))
+        .map(|_| stalled(s.addr, "/v1/ids/uuid7?count=1000000", &[]))
         .collect();
     let r = get(s.addr, "/v1/ids/uuid7?count=100", &[]);
     assert_eq!(r.status, 503, "{}", r.text());
@@ -819,20 +793,9 @@ fn large_batches_in_flight_are_capped_with_503_and_retry_after() {
     assert_eq!(get(s.addr, "/v1/ids/uuid7?count=64", &[]).ids().len(), 64);
     // A client that leaves gives its batch's place back.
     drop(held);
-    let t = Instant::now();
-    loop {
-        let r = get(s.addr, "/v1/ids/uuid7?count=100", &[]);
-        if r.status == 200 {
-            assert_eq!(r.ids().len(), 100);
-            break;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(5),
-            "the batches of clients that left still hold their places: {}",
-            r.text()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let waited = large_batch_served_within(s.addr, Duration::from_secs(5))
+        .expect("the batches of clients that left still hold their places 5 s later");
+    assert!(waited < Duration::from_secs(5));
 }
 
 #[test]
@@ -1044,7 +1007,7 @@ fn metrics_count_every_request_by_route_and_status() {
 /// timeout.
 #[test]
 fn a_client_that_reads_nothing_gives_its_batch_place_back_at_the_timeout() {
-    use std::io::{Read, Write};
+    use std::io::Read;
     let s = start(Config {
         max_count: 1_000_000,
         max_batches: 1,
@@ -1052,30 +1015,18 @@ fn a_client_that_reads_nothing_gives_its_batch_place_back_at_the_timeout() {
         in_process: true,
         ..config(&["uuid7"])
     });
-    let mut c = std::net::TcpStream::connect(s.addr).unwrap();
-    c.write_all(b"GET /v1/ids/uuid7?count=1000000 HTTP/1.1\r\nHost: x\r\nAccept: application/octet-stream\r\n\r\n")
-        .unwrap();
-    let mut head = [0u8; 12];
-    c.read_exact(&mut head).unwrap();
-    assert_eq!(&head, b"HTTP/1.1 200");
+    let mut c = stalled(
+        s.addr,
+        "/v1/ids/uuid7?count=1000000",
+        &[("Accept", "application/octet-stream")],
+    );
     // Its place is taken while it stalls...
     let r = get(s.addr, "/v1/ids/uuid7?count=100", &[]);
     assert_eq!(r.status, 503, "{}", r.text());
     // ... and given back at the timeout, although the client still reads nothing.
-    let t = Instant::now();
-    loop {
-        let r = get(s.addr, "/v1/ids/uuid7?count=100", &[]);
-        if r.status == 200 {
-            assert_eq!(r.ids().len(), 100);
-            break;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(5),
-            "a client that reads nothing still holds the only batch place {:?} after its request's timeout of 800 ms",
-            t.elapsed()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    large_batch_served_within(s.addr, Duration::from_secs(5)).expect(
+        "a client that reads nothing still holds the only batch place 5 s after its request's timeout of 800 ms",
+    );
     // Its connection was closed, its body short of its length.
     c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut rest = Vec::new();

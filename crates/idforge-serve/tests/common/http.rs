@@ -130,3 +130,45 @@ fn parse(raw: &[u8]) -> Res {
         complete,
     }
 }
+
+/// A request whose client reads the status line of the answer and then nothing, holding the
+/// connection open (a stalled reader of a large batch).
+pub fn stalled(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> TcpStream {
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut req = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    c.write_all(req.as_bytes()).unwrap();
+    let mut head = [0u8; 12];
+    c.read_exact(&mut head).unwrap();
+    assert_eq!(&head, b"HTTP/1.1 200", "{}", String::from_utf8_lossy(&head));
+    c
+}
+
+/// The server's `idforge_ids_issued_total` of `scheme` once it stops moving (polled every
+/// 200 ms, for at most 10 s).
+pub fn issued_settled(addr: SocketAddr, scheme: &str) -> u64 {
+    let read = || {
+        let m = get(addr, "/metrics", &[]).text();
+        let key = format!("idforge_ids_issued_total{{scheme=\"{scheme}\"}} ");
+        m.lines()
+            .find_map(|l| l.strip_prefix(&key))
+            .unwrap_or_else(|| panic!("no {key} in {m}"))
+            .trim()
+            .parse::<u64>()
+            .unwrap()
+    };
+    let mut last = read();
+    for _ in 0..50 {
+        std::thread::sleep(Duration::from_millis(200));
+        let now = read();
+        if now == last && now > 0 {
+            return now;
+        }
+        last = now;
+    }
+    panic!("{scheme}'s issued count still moves: {last}");
+}
