@@ -4,10 +4,9 @@ use std::io::{self, BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 
 use clap::Args;
-use idforge::inspect::inspect_as;
+use idforge::inspect::Inspector;
 use idforge::schemes::catalog::Kind;
 use idforge::text::Format;
-use idforge::Decoded;
 
 use crate::usage;
 
@@ -67,29 +66,34 @@ pub fn run(a: InspectArgs) -> anyhow::Result<ExitCode> {
     if from_stdin && io::stdin().is_terminal() {
         usage!("give the ids to decode as arguments, or on standard input (`-`, or no ids when it is not a terminal)");
     }
+    let mut inspector = Inspector::new(kind, format, a.host_digits)?
+        .with_hint_rewriter(crate::failure::flagify);
     let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
+    let mut out = io::BufWriter::with_capacity(64 * 1024, stdout.lock());
+    let mut line = Vec::with_capacity(512);
     let mut failures = 0u64;
-    // `place` says where a bad id came from: "" for an argument, "line N: " for standard input.
-    // Returns whether the id was bad.
-    let one = |id: &str, place: &str, out: &mut dyn Write| -> io::Result<bool> {
-        match inspect_as(id, kind.as_ref(), format, a.host_digits) {
-            Ok(d) => {
-                if a.json {
-                    writeln!(out, "{}", to_json(&d))?;
-                } else {
-                    writeln!(out, "{}", to_line(&d))?;
+    // `place` says where a bad id came from: nothing for an argument, the line number for
+    // standard input (made only for a bad id). Returns whether the id was bad.
+    let mut one =
+        |id: &str, line_no: Option<u64>, out: &mut io::BufWriter<_>| -> io::Result<bool> {
+            line.clear();
+            match inspector.write(id, a.json, &mut line) {
+                Ok(()) => {
+                    line.push(b'\n');
+                    out.write_all(&line)?;
+                    Ok(false)
                 }
-                Ok(false)
+                Err(e) => {
+                    out.flush()?;
+                    let msg = crate::failure::flagify(&e.to_string());
+                    let place = line_no
+                        .map(|n| format!("standard input line {n}: "))
+                        .unwrap_or_default();
+                    eprintln!("idforge: {place}{}: {msg}", clip_input(id.trim()));
+                    Ok(true)
+                }
             }
-            Err(e) => {
-                out.flush()?;
-                let msg = crate::failure::flagify(&e.to_string());
-                eprintln!("idforge: {place}{}: {msg}", clip_input(id.trim()));
-                Ok(true)
-            }
-        }
-    };
+        };
     let stdin_args = usize::from(from_stdin);
     for arg in a
         .ids
@@ -98,10 +102,10 @@ pub fn run(a: InspectArgs) -> anyhow::Result<ExitCode> {
         .chain(std::iter::repeat_n("-", stdin_args))
     {
         if arg != "-" {
-            failures += u64::from(one(arg, "", &mut out)?);
+            failures += u64::from(one(arg, None, &mut out)?);
             continue;
         }
-        let mut input = io::stdin().lock();
+        let mut input = io::BufReader::with_capacity(64 * 1024, io::stdin().lock());
         let mut buf = Vec::new();
         let mut line_no = 0u64;
         loop {
@@ -110,19 +114,30 @@ pub fn run(a: InspectArgs) -> anyhow::Result<ExitCode> {
                 break;
             }
             line_no += 1;
-            let place = format!("standard input line {line_no}: ");
             match std::str::from_utf8(&buf) {
                 Ok(line) if line.trim().is_empty() => {}
-                Ok(line) => failures += u64::from(one(line.trim_end(), &place, &mut out)?),
+                Ok(line) => failures += u64::from(one(line.trim_end(), Some(line_no), &mut out)?),
                 Err(_) => {
                     failures += 1;
                     out.flush()?;
-                    eprintln!("idforge: {place}not UTF-8 text, so not an id");
+                    eprintln!(
+                        "idforge: standard input line {line_no}: not UTF-8 text, so not an id"
+                    );
                 }
             }
         }
     }
     out.flush()?;
+    // The hint that an id's layout is unknown, said once rather than on each line (JSON
+    // objects carry it).
+    if !a.json {
+        for (hint, n) in inspector.hints() {
+            match n {
+                1 => eprintln!("idforge: hint: {hint}"),
+                n => eprintln!("idforge: hint (for {n} of the ids): {hint}"),
+            }
+        }
+    }
     Ok(if failures == 0 {
         ExitCode::SUCCESS
     } else {
@@ -139,29 +154,4 @@ fn clip_input(s: &str) -> String {
         c.push_str("...");
         c
     }
-}
-
-/// The JSON of `inspect --json`: the service's `/v1/inspect` gives the same.
-fn to_json(d: &Decoded) -> serde_json::Value {
-    idforge_serve::json::decoded(d, crate::failure::flagify)
-}
-
-fn to_line(d: &Decoded) -> String {
-    let mut s = format!("{}  scheme={}", d.canonical, d.scheme);
-    if let Some(time) = &d.time {
-        s.push_str(&format!(" time={time}"));
-    }
-    if let Some(ms) = d.unix_ms() {
-        s.push_str(&format!(" unix_ms={ms}"));
-    }
-    for (k, v) in d.parts() {
-        s.push_str(&format!(" {k}={v}"));
-    }
-    if let Some(n) = &d.note {
-        s.push_str(&format!("  ({n})"));
-    }
-    if let Some(h) = d.hint() {
-        s.push_str(&format!("  ({})", crate::failure::flagify(&h)));
-    }
-    s
 }

@@ -144,7 +144,15 @@ fn malformed_id_names_the_id_and_fails() {
         "the good id is still decoded"
     );
     let err = stderr(&o);
-    assert_eq!(err.lines().count(), 1, "{err}");
+    // The bad id's message, and once, the good version 7 UUID's hint.
+    assert_eq!(err.lines().count(), 2, "{err}");
+    assert!(
+        err.lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("idforge: hint: a version 7 UUID"),
+        "{err}"
+    );
     assert!(
         err.contains("017f22e2-79b0-7cc3-98c4-dc0c0c07398z") && err.contains("not a hex digit"),
         "{err}"
@@ -763,7 +771,14 @@ fn a_v7_uuid_without_a_scheme_shows_no_counter() {
     let line = idforge_stdin(&["inspect"], &g.stdout);
     let text = stdout(&line);
     assert!(!text.contains("counter="), "{text}");
-    assert!(text.contains("--scheme uuid7"), "{text}");
+    // The hint is said once, on standard error, not on each of the three lines.
+    assert!(!text.contains("--scheme"), "{text}");
+    let err = stderr(&line);
+    assert_eq!(err.matches("--scheme uuid7").count(), 1, "{err}");
+    assert!(
+        err.starts_with("idforge: hint (for 3 of the ids): "),
+        "{err}"
+    );
     let o = idforge_stdin(&["inspect", "--scheme", "uprotocol", "--json"], &g.stdout);
     let counters: Vec<u64> = stdout(&o)
         .lines()
@@ -809,7 +824,12 @@ fn inspect_reports_bad_stdin_lines_by_number_and_goes_on() {
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(stdout(&o).lines().count(), 2, "the good lines are decoded");
     let err = stderr(&o);
-    assert_eq!(err.lines().count(), 2, "{err}");
+    // Two bad lines, then the v7 UUID's hint once.
+    assert_eq!(err.lines().count(), 3, "{err}");
+    assert!(
+        err.lines().nth(2).unwrap().starts_with("idforge: hint: "),
+        "{err}"
+    );
     assert!(err.lines().next().unwrap().contains("line 2"), "{err}");
     assert!(err.lines().nth(1).unwrap().contains("line 4"), "{err}");
     assert!(

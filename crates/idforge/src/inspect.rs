@@ -22,6 +22,9 @@ use crate::schemes::{nanots, Scheme};
 use crate::text::{self, Format};
 use crate::time::{digits_for_tick, format_unix_ns};
 
+mod writer;
+pub use writer::Inspector;
+
 /// The schemes of idforge that write version 7 UUIDs.
 pub const V7_LAYOUTS: [&str; 2] = ["uuid7", "uprotocol"];
 
@@ -276,27 +279,33 @@ impl Decoded {
     /// assert!(d.hint().unwrap().contains("scheme `uprotocol`"));
     /// ```
     pub fn hint(&self) -> Option<String> {
-        if self.layouts.is_empty() {
-            return None;
-        }
-        let schemes = self
-            .layouts
-            .iter()
-            .map(|l| format!("scheme `{l}`"))
-            .collect::<Vec<_>>()
-            .join(" or ");
-        Some(if self.version == Some(8) {
-            format!(
-                "a version 8 UUID does not record its layout (RFC 9562 leaves its bits to the application): it may be {} or another application's; name the scheme ({schemes}) to read its time and counter",
-                self.layouts.join(", "),
-            )
-        } else {
-            format!(
-                "a version 7 UUID does not record its layout: it may be {} or another library's UUIDv7, which use rand_a and rand_b differently; name the scheme ({schemes}) to read its counter",
-                self.layouts.join(", "),
-            )
-        })
+        hint_for(self.version, &self.layouts)
     }
+}
+
+/// The hint of an id of UUID version `version` that may come from any of `layouts` (none when
+/// `layouts` is empty: the id was decoded as one scheme).
+fn hint_for<S: AsRef<str>>(version: Option<u8>, layouts: &[S]) -> Option<String> {
+    if layouts.is_empty() {
+        return None;
+    }
+    let names = layouts.iter().map(AsRef::as_ref).collect::<Vec<_>>();
+    let schemes = names
+        .iter()
+        .map(|l| format!("scheme `{l}`"))
+        .collect::<Vec<_>>()
+        .join(" or ");
+    Some(if version == Some(8) {
+        format!(
+            "a version 8 UUID does not record its layout (RFC 9562 leaves its bits to the application): it may be {} or another application's; name the scheme ({schemes}) to read its time and counter",
+            names.join(", "),
+        )
+    } else {
+        format!(
+            "a version 7 UUID does not record its layout: it may be {} or another library's UUIDv7, which use rand_a and rand_b differently; name the scheme ({schemes}) to read its counter",
+            names.join(", "),
+        )
+    })
 }
 
 /// Decodes id text. With `scheme` the text is read as that scheme's id (and a UUID's version
@@ -346,9 +355,16 @@ pub fn inspect(
                 None => text::looks_like_uuid(trimmed),
             };
             if !looks_uuid {
+                let integer = !trimmed.is_empty() && trimmed.bytes().all(|b| b.is_ascii_digit());
                 return Err(malformed(
                     input,
-                    "an integer id does not say which scheme made it; name the scheme (for example scheme `snowflake`)",
+                    if integer {
+                        "an integer id does not say which scheme made it; name the scheme (for example scheme `snowflake`)"
+                    } else if trimmed.is_empty() {
+                        "empty"
+                    } else {
+                        "not a UUID nor TypeID text, the only ids that say what made them; for another scheme's id, name the scheme (for example scheme `ulid`, scheme `xid` or scheme `snowflake`)"
+                    },
                 ));
             }
             let value = text::parse(trimmed, 128, Some(Format::Uuid))?;
@@ -361,7 +377,51 @@ pub fn inspect(
     };
     let layout = scheme.layout();
     let bits = layout.bits;
-    let value = match (&scheme, format) {
+    let (value, parts, unix_ns) = layout_fields(input, trimmed, &scheme, &layout, format)?;
+    let is_uuid = scheme.uuid_version().is_some();
+    Ok(Decoded {
+        input: trimmed.to_string(),
+        scheme: scheme.name().to_string(),
+        value,
+        bits,
+        unix_ns: Some(unix_ns),
+        time: Some(format_unix_ns(
+            unix_ns as i128,
+            digits_for_tick(layout.tick_ns),
+        )),
+        node: (layout.node.width() > 0).then_some(parts.node),
+        counter: (layout.counter.width() > 0).then_some(parts.counter),
+        random: (layout.random.width() > 0).then_some(parts.random),
+        version: is_uuid.then_some(((value >> 76) & 0xF) as u8),
+        variant: is_uuid.then_some(((value >> 62) & 0b11) as u8),
+        canonical: text::encode(value, bits, scheme.default_format()).to_string(),
+        pid: None,
+        mac: None,
+        rand_a: None,
+        rand_b: None,
+        custom_a: None,
+        custom_b: None,
+        custom_c: None,
+        layouts: Vec::new(),
+        prefix: None,
+        clock_seq: None,
+        gregorian: None,
+        note: None,
+    })
+}
+
+/// The value, parts and Unix time of `trimmed` read as an id of the layout scheme `scheme`
+/// (not TypeID), with every check [`inspect`] makes: a UUID's version and variant, bits the
+/// layout does not define, a time beyond any calendar date.
+pub(crate) fn layout_fields(
+    input: &str,
+    trimmed: &str,
+    scheme: &Scheme,
+    layout: &crate::layout::Layout,
+    format: Option<Format>,
+) -> Result<(u128, crate::layout::Parts, u128), Error> {
+    let bits = layout.bits;
+    let value = match (scheme, format) {
         // nanots values come as integers, as Chronicle's timestamp text, or as hex or base32.
         (Scheme::NanoTs, None) if nanots_time_text(trimmed) => {
             nanots::decode_text_or_int(trimmed)? as u128
@@ -406,36 +466,7 @@ pub fn inspect(
             "its time field is beyond any calendar date; is it an id of this scheme?",
         ));
     }
-    let is_uuid = scheme.uuid_version().is_some();
-    Ok(Decoded {
-        input: trimmed.to_string(),
-        scheme: scheme.name().to_string(),
-        value,
-        bits,
-        unix_ns: Some(unix_ns),
-        time: Some(format_unix_ns(
-            unix_ns as i128,
-            digits_for_tick(layout.tick_ns),
-        )),
-        node: (layout.node.width() > 0).then_some(parts.node),
-        counter: (layout.counter.width() > 0).then_some(parts.counter),
-        random: (layout.random.width() > 0).then_some(parts.random),
-        version: is_uuid.then_some(((value >> 76) & 0xF) as u8),
-        variant: is_uuid.then_some(((value >> 62) & 0b11) as u8),
-        canonical: text::encode(value, bits, scheme.default_format()).to_string(),
-        pid: None,
-        mac: None,
-        rand_a: None,
-        rand_b: None,
-        custom_a: None,
-        custom_b: None,
-        custom_c: None,
-        layouts: Vec::new(),
-        prefix: None,
-        clock_seq: None,
-        gregorian: None,
-        note: None,
-    })
+    Ok((value, parts, unix_ns))
 }
 
 /// Whether text has the shape of TypeID text with a prefix: a `_` and 26 characters after the
@@ -952,7 +983,14 @@ mod tests {
     #[test]
     fn integers_need_a_scheme() {
         let e = inspect("1541815603606036480", None, None).unwrap_err();
-        assert!(e.to_string().contains("name the scheme"));
+        assert!(e.to_string().contains("an integer id does not say"), "{e}");
+        // Text that is not an integer is not called one.
+        let e = inspect("garbage", None, None).unwrap_err().to_string();
+        assert!(
+            !e.contains("integer") && e.contains("not a UUID nor TypeID text"),
+            "{e}"
+        );
+        assert!(e.contains("scheme `ulid`"), "{e}");
         let d = inspect("1541815603606036480", Some(&Scheme::Snowflake), None).unwrap();
         assert_eq!(d.unix_ms(), Some(1_656_432_460_105));
         assert_eq!(d.node, Some((1_541_815_603_606_036_480u128 >> 12) & 0x3FF));

@@ -1,0 +1,168 @@
+//! `idforge::inspect::Inspector` (the lines `idforge inspect` prints, written without a
+//! `Decoded` per id for layout schemes and version 7 UUIDs) against the `Decoded` reading of
+//! the same ids: its text lines must be the ones the command line printed from `Decoded`, and its
+//! JSON the service's `/v1/inspect` object, for ids of every scheme, in every format, and for
+//! text that is not an id (the same error). Values are drawn at random over each layout's
+//! defined bits, so times, nodes and counters reach their edges.
+
+use idforge::inspect::{inspect_as, Inspector};
+use idforge::schemes::catalog::{Kind, NAMES};
+use idforge::text::{self, Format};
+use idforge::Decoded;
+use proptest::prelude::*;
+use serde_json::Value;
+
+/// The text line the command line printed from a `Decoded` (hint excepted: the inspector
+/// says it once, not on each line).
+fn reference_line(d: &Decoded) -> String {
+    let mut s = format!("{}  scheme={}", d.canonical, d.scheme);
+    if let Some(time) = &d.time {
+        s.push_str(&format!(" time={time}"));
+    }
+    if let Some(ms) = d.unix_ms() {
+        s.push_str(&format!(" unix_ms={ms}"));
+    }
+    for (k, v) in d.parts() {
+        s.push_str(&format!(" {k}={v}"));
+    }
+    if let Some(n) = &d.note {
+        s.push_str(&format!("  ({n})"));
+    }
+    s
+}
+
+fn kinds() -> Vec<Option<Kind>> {
+    let mut v = vec![None];
+    for name in NAMES {
+        let layout = (name == "custom").then_some("time:40,node:8,counter:15,tick=1ms");
+        v.push(Some(Kind::from_name(name, layout).unwrap()));
+    }
+    v
+}
+
+/// Compares the inspector with the `Decoded` path on one input.
+fn check(kind: Option<&Kind>, format: Option<Format>, input: &str) {
+    let mut ins = Inspector::new(kind.cloned(), format, None).unwrap();
+    let expected = inspect_as(input, kind, format, None);
+    for json in [false, true] {
+        let mut out = b"kept|".to_vec();
+        let got = ins.write(input, json, &mut out);
+        match (&expected, got) {
+            (Ok(d), Ok(())) => {
+                let line = String::from_utf8(out[5..].to_vec()).unwrap();
+                if json {
+                    let got: Value = serde_json::from_str(&line)
+                        .unwrap_or_else(|e| panic!("{input:?}: not JSON ({e}): {line}"));
+                    assert_eq!(
+                        got,
+                        idforge_serve::json::decoded(d, str::to_string),
+                        "{input:?} as {kind:?}"
+                    );
+                } else {
+                    assert_eq!(line, reference_line(d), "{input:?} as {kind:?}");
+                }
+            }
+            (Err(e), Err(g)) => {
+                assert_eq!(e.to_string(), g.to_string(), "{input:?} as {kind:?}");
+                assert_eq!(out, b"kept|", "an error appends nothing");
+            }
+            (e, g) => panic!("{input:?} as {kind:?}: Decoded path {e:?}, inspector {g:?}"),
+        }
+    }
+}
+
+/// A value of `kind` drawn from `raw`: the layout's defined bits with its fixed bits set (and,
+/// when `stray`, a bit the layout does not define, to be refused alike).
+fn value_of(kind: &Kind, raw: u128, stray: bool) -> Option<(u128, u32)> {
+    let Kind::Layout(s) = kind else { return None };
+    let l = s.layout();
+    let mut v = (raw & l.defined_bits() & !l.fixed_mask) | l.fixed_value;
+    if stray {
+        v |= !l.defined_bits()
+            & if l.bits < 128 {
+                (1u128 << l.bits) - 1
+            } else {
+                u128::MAX
+            };
+    }
+    Some((v, l.bits))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn every_scheme_and_format_writes_what_decoded_says(raw in any::<u128>(), stray in prop::bool::weighted(0.1)) {
+        let formats = [None, Some(Format::Dec), Some(Format::Hex), Some(Format::Base32), Some(Format::Uuid)];
+        for kind in kinds() {
+            for f in formats {
+                let text = match kind.as_ref().and_then(|k| value_of(k, raw, stray)) {
+                    Some((v, bits)) => {
+                        let shown = f.unwrap_or(Format::Dec);
+                        if shown == Format::Uuid && bits != 128 { continue; }
+                        text::encode(v, bits, shown).to_string()
+                    }
+                    // Kinds without a layout, and no kind: UUID text of any version.
+                    None => text::encode(raw, 128, Format::Uuid).to_string(),
+                };
+                check(kind.as_ref(), f, &text);
+            }
+        }
+    }
+
+    #[test]
+    fn uuids_of_every_version_without_a_scheme(raw in any::<u128>(), version in 0u128..16, variant in 0u128..4) {
+        let v = (raw & !(0xF << 76) & !(0b11 << 62)) | (version << 76) | (variant << 62);
+        let canonical = text::encode(v, 128, Format::Uuid).to_string();
+        for input in [canonical.clone(), canonical.to_uppercase(), format!("{{{canonical}}}"), format!("urn:uuid:{canonical}"), format!("  {canonical} ")] {
+            check(None, None, &input);
+            check(None, Some(Format::Uuid), &input);
+        }
+    }
+
+    #[test]
+    fn text_that_is_not_an_id_fails_alike(s in "\\PC{0,40}") {
+        for kind in kinds() {
+            check(kind.as_ref(), None, &s);
+        }
+    }
+}
+
+#[test]
+fn nil_max_and_odd_text() {
+    for input in [
+        "00000000-0000-0000-0000-000000000000",
+        "ffffffff-ffff-ffff-ffff-ffffffffffff",
+        "user_01h455vb4pex5vsknk084sn02q",
+        "01h455vb4pex5vsknk084sn02q",
+        "2021-12-28T14:07:02.954100128",
+        "\"quoted\"\\",
+        "",
+    ] {
+        for kind in kinds() {
+            check(kind.as_ref(), None, input);
+        }
+    }
+}
+
+#[test]
+fn the_v7_hint_is_kept_once_for_text_and_given_in_json() {
+    let mut ins = Inspector::new(None, None, None)
+        .unwrap()
+        .with_hint_rewriter(|h| h.replace("scheme `", "--scheme `"));
+    let mut out = Vec::new();
+    for _ in 0..3 {
+        ins.write("017F22E2-79B0-7CC3-98C4-DC0C0C07398F", false, &mut out)
+            .unwrap();
+    }
+    assert!(!String::from_utf8_lossy(&out).contains("layout"));
+    assert_eq!(ins.hints().len(), 1);
+    assert_eq!(ins.hints()[0].1, 3);
+    assert!(ins.hints()[0].0.contains("--scheme `uuid7`"));
+    out.clear();
+    ins.write("017F22E2-79B0-7CC3-98C4-DC0C0C07398F", true, &mut out)
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    assert!(v["hint"].as_str().unwrap().contains("--scheme `uuid7`"));
+    assert_eq!(v["layouts"], serde_json::json!(["uuid7", "uprotocol"]));
+}
