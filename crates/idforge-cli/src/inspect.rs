@@ -66,8 +66,8 @@ pub fn run(a: InspectArgs) -> anyhow::Result<ExitCode> {
     if from_stdin && io::stdin().is_terminal() {
         usage!("give the ids to decode as arguments, or on standard input (`-`, or no ids when it is not a terminal)");
     }
-    let mut inspector = Inspector::new(kind, format, a.host_digits)?
-        .with_hint_rewriter(crate::failure::flagify);
+    let mut inspector =
+        Inspector::new(kind, format, a.host_digits)?.with_hint_rewriter(crate::failure::flagify);
     let stdout = io::stdout();
     let mut out = io::BufWriter::with_capacity(64 * 1024, stdout.lock());
     let mut line = Vec::with_capacity(512);

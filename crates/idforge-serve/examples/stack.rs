@@ -151,7 +151,7 @@ async fn round(mut router: Router, n: u64) -> f64 {
 async fn bare_ids(Path(scheme): Path<String>) -> Response {
     assert_eq!(scheme, "uuid7");
     let id = idforge::uuid7().unwrap();
-    let text = idforge::text::encode(id, 128, idforge::text::Format::Uuid);
+    let text = idforge::text::encode(id.as_u128(), 128, idforge::text::Format::Uuid);
     let mut body = Vec::with_capacity(48);
     body.extend_from_slice(b"{\"ids\":[\"");
     body.extend_from_slice(text.as_bytes());

@@ -97,13 +97,14 @@ pub(crate) fn refusal(e: &idforge::Error) -> StatusCode {
     }
 }
 
-/// A library message in the service's words: ``format `hex` `` as `format=hex`, the command
-/// that lists the schemes as the route that does.
+/// A library message in the service's words: ``format `hex` `` as `format=hex`, and the
+/// route that describes the schemes named after their list.
 pub(crate) fn query_words(msg: &str) -> String {
-    let mut s = msg.replace(
-        "run `idforge schemes` for the list",
-        "see /v1/schemes for the list",
-    );
+    let mut s = if msg.starts_with("unknown scheme") {
+        format!("{msg} (see /v1/schemes for their layouts)")
+    } else {
+        msg.to_string()
+    };
     for word in ["format", "scheme"] {
         let pat = format!("{word} `");
         while let Some(i) = s.find(&pat) {

@@ -90,7 +90,7 @@ pub(crate) struct Uuid7Ids;
 impl MakeRequestId for Uuid7Ids {
     fn make_request_id<B>(&mut self, _: &axum::http::Request<B>) -> Option<RequestId> {
         let id = idforge::uuid7().ok()?;
-        let text = idforge::text::encode(id, 128, idforge::text::Format::Uuid);
+        let text = idforge::text::encode(id.as_u128(), 128, idforge::text::Format::Uuid);
         HeaderValue::from_str(text.as_str())
             .ok()
             .map(RequestId::new)

@@ -177,7 +177,7 @@ pub enum Error {
         reason: String,
     },
     /// A scheme name is unknown.
-    #[error("unknown scheme {0}; run `idforge schemes` for the list")]
+    #[error("unknown scheme {0}")]
     UnknownScheme(String),
     /// A layout spec (`--layout`) could not be parsed.
     #[error("invalid layout spec {spec:?}: {reason}. Example: time:41,node:10,counter:12,tick=1ms,epoch=2020-01-01T00:00:00Z")]

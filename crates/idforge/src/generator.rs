@@ -377,8 +377,133 @@ impl Generator<SystemClock, ProcessStamp> {
     /// # Ok::<(), idforge::Error>(())
     /// ```
     pub fn new(scheme: &impl SchemeSpec, node: Option<u64>) -> Result<Self, Error> {
-        let clock = SystemClock::for_tick(scheme.layout().timebase().tick_ns);
-        Self::with_clock(scheme, node, clock, scheme.default_policy())
+        Generator::builder(scheme).node_opt(node).build()
+    }
+
+    /// The one way to make a generator, every setting named: the scheme, then its node, clock,
+    /// policy, random source, and a state file for a host-wide stamp. Unset settings take the
+    /// scheme's defaults (the system clock for its tick, its default policy, the secure random
+    /// source, a stamp in this process). [`Generator::new`], [`Generator::with_clock`] and
+    /// [`Generator::host_wide`] are shorthands for it.
+    ///
+    /// ```
+    /// use idforge::{Generator, ManualClock, Policy, RandomSource, Scheme};
+    /// // The common path: a scheme and its node.
+    /// let g = Generator::builder(&Scheme::Snowflake).node(7).build()?;
+    /// assert_eq!(g.next_id64()?.decode(&Scheme::Snowflake)?.node, Some(7));
+    /// // Every setting: a frozen clock for a backfill, a policy, the fast random source.
+    /// let clock = ManualClock::new(1_700_000_000_000_000_000);
+    /// let g = Generator::builder(&Scheme::Uuid7)
+    ///     .clock(clock)
+    ///     .policy(Policy::UNBOUNDED)
+    ///     .random(RandomSource::Fast)
+    ///     .build()?;
+    /// assert_eq!(g.next_uuid()?.unix_ms(), Some(1_700_000_000_000));
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
+    pub fn builder<Sp: SchemeSpec>(scheme: &Sp) -> GeneratorBuilder<'_, Sp, SystemClock> {
+        GeneratorBuilder {
+            clock: SystemClock::for_tick(scheme.layout().timebase().tick_ns),
+            scheme,
+            node: None,
+            policy: None,
+            random: RandomSource::default(),
+        }
+    }
+}
+
+/// The settings of a generator to make ([`Generator::builder`]).
+#[must_use = "a builder makes nothing until `build`"]
+#[derive(Debug, Clone)]
+pub struct GeneratorBuilder<'a, Sp: SchemeSpec, C: Clock> {
+    scheme: &'a Sp,
+    node: Option<u64>,
+    clock: C,
+    policy: Option<Policy>,
+    random: RandomSource,
+}
+
+impl<'a, Sp: SchemeSpec, C: Clock> GeneratorBuilder<'a, Sp, C> {
+    /// The node id, for schemes with a node field (required there, refused elsewhere).
+    pub fn node(self, node: u64) -> Self {
+        self.node_opt(Some(node))
+    }
+
+    /// The node id, or none (as [`GeneratorBuilder::node`], for callers that hold an `Option`).
+    pub fn node_opt(mut self, node: Option<u64>) -> Self {
+        self.node = node;
+        self
+    }
+
+    /// The clock (default: the system clock for the scheme's tick, [`SystemClock::for_tick`]).
+    pub fn clock<D: Clock>(self, clock: D) -> GeneratorBuilder<'a, Sp, D> {
+        GeneratorBuilder {
+            scheme: self.scheme,
+            node: self.node,
+            clock,
+            policy: self.policy,
+            random: self.random,
+        }
+    }
+
+    /// What to do when a tick's counter runs out or the clock steps back (default: the
+    /// scheme's [`SchemeSpec::default_policy`]).
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.policy = Some(policy);
+        self
+    }
+
+    /// Where random bits come from (default: [`RandomSource::Secure`]).
+    pub fn random(mut self, source: RandomSource) -> Self {
+        self.random = source;
+        self
+    }
+
+    /// A generator whose stamp is in this process (in a page a forked child shares, so parent
+    /// and child never issue the same id).
+    ///
+    /// # Errors
+    /// As [`Generator::with_clock`].
+    pub fn build(self) -> Result<Generator<C, ProcessStamp>, Error> {
+        let policy = self.policy.unwrap_or_else(|| self.scheme.default_policy());
+        let layout = self.scheme.layout();
+        let seq =
+            Sequencer::with_cell(self.clock, ProcessStamp::new()?, layout.timebase(), policy)?;
+        Ok(Generator::with_sequencer(self.scheme, self.node, seq)?.with_random(self.random))
+    }
+
+    /// A host-wide generator: its stamp is in the state file of `state`, shared by every process
+    /// of the host that opens it (see [`Generator::host_wide`]).
+    ///
+    /// # Errors
+    /// As [`Generator::host_wide`].
+    ///
+    /// ```
+    /// use idforge::{Generator, Scheme, StateOptions};
+    /// let dir = std::env::temp_dir().join(format!("idforge-doc-builder-{}", std::process::id()));
+    /// let state = StateOptions::new(dir.join("snowflake.state"));
+    /// let a = Generator::builder(&Scheme::Snowflake).node(3).build_host_wide(&state)?;
+    /// let b = Generator::builder(&Scheme::Snowflake).node(3).build_host_wide(&state)?;
+    /// let first = a.next()?;
+    /// assert!(b.next()? > first); // one stamp for both
+    /// # std::fs::remove_dir_all(dir).ok();
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
+    #[cfg(feature = "host-wide")]
+    pub fn build_host_wide(self, state: &StateOptions) -> Result<Generator<C, HostStamp>, Error> {
+        let policy = self.policy.unwrap_or_else(|| self.scheme.default_policy());
+        let layout = self.scheme.layout();
+        let node_value = self.scheme.resolve_node(self.node)?;
+        let seq = host_wide_sequencer(
+            self.scheme.name(),
+            &layout.spec(),
+            layout.timebase(),
+            self.scheme.state_node(node_value),
+            self.clock,
+            policy,
+            state,
+        )?;
+        Ok(Generator::build(self.scheme, node_value, seq)?.with_random(self.random))
     }
 }
 
@@ -410,9 +535,11 @@ impl<C: Clock> Generator<C, ProcessStamp> {
         clock: C,
         policy: Policy,
     ) -> Result<Self, Error> {
-        let layout = scheme.layout();
-        let seq = Sequencer::with_cell(clock, ProcessStamp::new()?, layout.timebase(), policy)?;
-        Self::with_sequencer(scheme, node, seq)
+        Generator::builder(scheme)
+            .node_opt(node)
+            .clock(clock)
+            .policy(policy)
+            .build()
     }
 }
 
@@ -450,18 +577,11 @@ impl<C: Clock> Generator<C, HostStamp> {
         policy: Policy,
         state: &StateOptions,
     ) -> Result<Self, Error> {
-        let layout = scheme.layout();
-        let node_value = scheme.resolve_node(node)?;
-        let seq = host_wide_sequencer(
-            scheme.name(),
-            &layout.spec(),
-            layout.timebase(),
-            scheme.state_node(node_value),
-            clock,
-            policy,
-            state,
-        )?;
-        Self::build(scheme, node_value, seq)
+        Generator::builder(scheme)
+            .node_opt(node)
+            .clock(clock)
+            .policy(policy)
+            .build_host_wide(state)
     }
 }
 

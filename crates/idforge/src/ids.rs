@@ -124,27 +124,143 @@ fn parse_uuid_text(s: &str) -> Result<u128, Error> {
 /// # Ok::<(), idforge::Error>(())
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct UuidId(u128);
+pub struct UuidId([u8; 16]);
 
 impl UuidId {
+    /// The nil UUID (RFC 9562, section 5.9): all 128 bits zero.
+    ///
+    /// ```
+    /// use idforge::UuidId;
+    /// assert_eq!(UuidId::nil().to_string(), "00000000-0000-0000-0000-000000000000");
+    /// assert!(UuidId::nil().is_nil() && UuidId::nil() < UuidId::max());
+    /// ```
+    pub const fn nil() -> Self {
+        Self([0; 16])
+    }
+
+    /// The max UUID (RFC 9562, section 5.10): all 128 bits one.
+    ///
+    /// ```
+    /// use idforge::UuidId;
+    /// assert_eq!(UuidId::max().to_string(), "ffffffff-ffff-ffff-ffff-ffffffffffff");
+    /// assert!(UuidId::max().is_max());
+    /// ```
+    pub const fn max() -> Self {
+        Self([0xFF; 16])
+    }
+
+    /// Whether this is the nil UUID.
+    pub const fn is_nil(self) -> bool {
+        self.as_u128() == 0
+    }
+
+    /// Whether this is the max UUID.
+    pub const fn is_max(self) -> bool {
+        self.as_u128() == u128::MAX
+    }
+
     /// The UUID whose 128 bits, most significant first, are `value`.
     pub const fn from_u128(value: u128) -> Self {
-        Self(value)
+        Self(value.to_be_bytes())
     }
 
     /// The 128 bits as a number (byte 0 most significant).
     pub const fn as_u128(self) -> u128 {
-        self.0
+        u128::from_be_bytes(self.0)
     }
 
     /// The UUID of 16 bytes, most significant first.
     pub const fn from_bytes(bytes: [u8; 16]) -> Self {
-        Self(u128::from_be_bytes(bytes))
+        Self(bytes)
     }
 
     /// The 16 bytes, most significant first (the order of the text).
     pub const fn to_bytes(self) -> [u8; 16] {
-        self.0.to_be_bytes()
+        self.0
+    }
+
+    /// The 16 bytes, borrowed, most significant first.
+    ///
+    /// ```
+    /// let id: idforge::UuidId = "017f22e2-79b0-7cc3-98c4-dc0c0c07398f".parse()?;
+    /// assert_eq!(id.as_bytes()[..2], [0x01, 0x7f]);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
+    pub const fn as_bytes(&self) -> &[u8; 16] {
+        &self.0
+    }
+
+    /// The UUID as 32 lowercase hex digits, without hyphens (`{:X}` for uppercase).
+    ///
+    /// ```
+    /// let id: idforge::UuidId = "017f22e2-79b0-7cc3-98c4-dc0c0c07398f".parse()?;
+    /// assert_eq!(id.simple().to_string(), "017f22e279b07cc398c4dc0c0c07398f");
+    /// assert_eq!(format!("{:X}", id.simple()), "017F22E279B07CC398C4DC0C0C07398F");
+    /// assert_eq!(id.urn().to_string(), "urn:uuid:017f22e2-79b0-7cc3-98c4-dc0c0c07398f");
+    /// assert_eq!(id.braced().to_string(), "{017f22e2-79b0-7cc3-98c4-dc0c0c07398f}");
+    /// assert_eq!(id.hyphenated().to_string(), id.to_string());
+    /// // Every form reads back.
+    /// for text in [id.simple().to_string(), id.urn().to_string(), id.braced().to_string()] {
+    ///     assert_eq!(text.parse::<idforge::UuidId>()?, id);
+    /// }
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
+    pub const fn simple(self) -> UuidText {
+        UuidText(self, UuidForm::Simple)
+    }
+
+    /// The UUID as canonical 8-4-4-4-12 text (what `Display` writes; `{:X}` for uppercase).
+    pub const fn hyphenated(self) -> UuidText {
+        UuidText(self, UuidForm::Hyphenated)
+    }
+
+    /// The UUID as a URN: `urn:uuid:` and its canonical text (RFC 9562, section 4).
+    pub const fn urn(self) -> UuidText {
+        UuidText(self, UuidForm::Urn)
+    }
+
+    /// The UUID in braces: `{` canonical text `}` (as Microsoft's GUIDs are written).
+    pub const fn braced(self) -> UuidText {
+        UuidText(self, UuidForm::Braced)
+    }
+
+    /// The time of a UUID that records one as RFC 9562 defines it: version 7 (48-bit Unix
+    /// milliseconds), 1 and 6 (100-nanosecond intervals since 1582-10-15); `None` for other
+    /// versions (4, 8: no time the RFC places). As `uuid`'s `get_timestamp`.
+    ///
+    /// ```
+    /// // RFC 9562, Appendix A.6 (version 7) and A.5 (version 6).
+    /// let v7: idforge::UuidId = "017F22E2-79B0-7CC3-98C4-DC0C0C07398F".parse()?;
+    /// assert_eq!(v7.timestamp().unwrap().to_string(), "2022-02-22T19:22:22Z");
+    /// assert_eq!(v7.unix_ms(), Some(1_645_557_742_000));
+    /// let v6: idforge::UuidId = "1EC9414C-232A-6B00-B3C8-9F6BDECED846".parse()?;
+    /// assert_eq!(v6.timestamp().unwrap().to_string(), "2022-02-22T19:22:22Z");
+    /// assert_eq!(idforge::UuidId::nil().timestamp(), None);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
+    pub fn timestamp(self) -> Option<jiff::Timestamp> {
+        let ns = self.unix_ns()?;
+        jiff::Timestamp::from_nanosecond(ns).ok()
+    }
+
+    /// [`UuidId::timestamp`] in whole Unix milliseconds (`None` before 1970 or without a time).
+    pub fn unix_ms(self) -> Option<u64> {
+        u64::try_from(self.unix_ns()?.div_euclid(1_000_000)).ok()
+    }
+
+    fn unix_ns(self) -> Option<i128> {
+        let v = self.as_u128();
+        if self.is_nil() || self.is_max() || (v >> 62) & 0b11 != 0b10 {
+            return None;
+        }
+        match self.version() {
+            7 => Some(((v >> 80) as i128) * 1_000_000),
+            1 | 6 => {
+                let ticks = i128::from(crate::time::gregorian_ticks(v, self.version()));
+                Some((ticks - i128::from(crate::time::GREGORIAN_TO_UNIX_100NS)) * 100)
+            }
+            _ => None,
+        }
     }
 
     /// The UUID of a byte slice of exactly 16 bytes.
@@ -168,7 +284,60 @@ impl UuidId {
 
     /// The version nibble (7 for `uuid7` and `uprotocol`, 8 for `uprotocol-v8`).
     pub const fn version(self) -> u8 {
-        ((self.0 >> 76) & 0xF) as u8
+        self.0[6] >> 4
+    }
+}
+
+/// A UUID's text in one of its forms: [`UuidId::simple`], [`UuidId::hyphenated`],
+/// [`UuidId::urn`], [`UuidId::braced`]. `Display` writes lowercase hex, `{:X}` uppercase.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct UuidText(UuidId, UuidForm);
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum UuidForm {
+    Simple,
+    Hyphenated,
+    Urn,
+    Braced,
+}
+
+impl UuidText {
+    fn write(&self, f: &mut fmt::Formatter<'_>, upper: bool) -> fmt::Result {
+        let v = self.0.as_u128();
+        let (pre, post) = match self.1 {
+            UuidForm::Simple | UuidForm::Hyphenated => ("", ""),
+            UuidForm::Urn => ("urn:uuid:", ""),
+            UuidForm::Braced => ("{", "}"),
+        };
+        let text = if self.1 == UuidForm::Simple {
+            text::encode(v, 128, Format::Hex)
+        } else {
+            text::encode(v, 128, Format::Uuid)
+        };
+        let body = text.as_str();
+        if upper {
+            write!(f, "{pre}{}{post}", body.to_ascii_uppercase())
+        } else {
+            write!(f, "{pre}{body}{post}")
+        }
+    }
+}
+
+impl fmt::Display for UuidText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write(f, false)
+    }
+}
+
+impl fmt::UpperHex for UuidText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write(f, true)
+    }
+}
+
+impl fmt::LowerHex for UuidText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write(f, false)
     }
 }
 
@@ -301,6 +470,18 @@ impl NanoTs {
     pub fn to_time_text(self) -> String {
         crate::time::nanots_text::format(self.0)
     }
+
+    /// The time the timestamp records.
+    ///
+    /// ```
+    /// let ts: idforge::NanoTs = "2021-12-28T14:07:02.954100128".parse()?;
+    /// assert_eq!(ts.timestamp().to_string(), "2021-12-28T14:07:02.954100128Z");
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
+    pub fn timestamp(self) -> jiff::Timestamp {
+        // Every u64 of nanoseconds (to the year 2554) is within jiff's range.
+        jiff::Timestamp::from_nanosecond(i128::from(self.0)).unwrap_or(jiff::Timestamp::MAX)
+    }
 }
 
 /// `Display` (canonical text), `Debug` (`Type(text)`), `FromStr`, the raw conversions and the
@@ -309,7 +490,7 @@ macro_rules! common {
     ($t:ident, $raw:ty, $family:ident, |$v:ident| $display:expr, |$s:ident| $parse:expr) => {
         impl fmt::Display for $t {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                let $v = self.0;
+                let $v = <$raw>::from(*self);
                 f.write_str($display.as_str())
             }
         }
@@ -325,19 +506,19 @@ macro_rules! common {
             /// Parses the text [`Display`](fmt::Display) writes, and the other forms listed on
             /// the type. Surrounding whitespace is ignored.
             fn from_str($s: &str) -> Result<Self, Error> {
-                $parse.map(Self)
+                $parse.map(Self::from)
             }
         }
 
         impl From<$raw> for $t {
             fn from(value: $raw) -> Self {
-                Self(value)
+                Self::raw_into(value)
             }
         }
 
         impl From<$t> for $raw {
             fn from(id: $t) -> $raw {
-                id.0
+                id.raw()
             }
         }
 
@@ -347,7 +528,7 @@ macro_rules! common {
             const FAMILY: IdFamily = IdFamily::$family;
             #[inline]
             fn from_generated(raw: u128) -> Self {
-                Self(raw as $raw)
+                Self::raw_into(raw as $raw)
             }
         }
     };
@@ -381,6 +562,34 @@ common!(
     |v| text::encode(v as u128, 64, Format::Dec),
     |s| crate::time::nanots_text::decode_text_or_int(s)
 );
+
+impl UuidId {
+    #[inline]
+    const fn raw(self) -> u128 {
+        self.as_u128()
+    }
+    #[inline]
+    const fn raw_into(v: u128) -> Self {
+        Self::from_u128(v)
+    }
+}
+
+/// The raw value of the integer types, for the conversions `common!` makes.
+macro_rules! raw_of {
+    ($($t:ident: $raw:ty),*) => {$(
+        impl $t {
+            #[inline]
+            const fn raw(self) -> $raw {
+                self.0
+            }
+            #[inline]
+            const fn raw_into(v: $raw) -> Self {
+                Self(v)
+            }
+        }
+    )*};
+}
+raw_of!(Id64: u64, Id128: u128, NanoTs: u64);
 
 impl From<[u8; 16]> for UuidId {
     fn from(bytes: [u8; 16]) -> Self {
@@ -420,14 +629,14 @@ impl TryFrom<u128> for NanoTs {
 #[cfg(feature = "uuid")]
 impl From<UuidId> for uuid::Uuid {
     fn from(id: UuidId) -> uuid::Uuid {
-        uuid::Uuid::from_u128(id.0)
+        uuid::Uuid::from_bytes(id.0)
     }
 }
 
 #[cfg(feature = "uuid")]
 impl From<uuid::Uuid> for UuidId {
     fn from(id: uuid::Uuid) -> UuidId {
-        UuidId(id.as_u128())
+        UuidId(id.into_bytes())
     }
 }
 
@@ -532,11 +741,20 @@ pub(crate) mod serde_impl {
                 ))),
             }
         }
+        /// A number with a fraction or past what the format reads as an integer: JSON
+        /// parsers such as `serde_json` (without `arbitrary_precision`) hand integers above
+        /// 2^64 over as floats, whose digits are already lost; refused, never rounded.
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<T, E> {
+            Err(E::custom(format_args!(
+                "{v} is not an integer this format can carry exactly (JSON numbers above 2^64 arrive rounded); give {} as a string of decimal digits",
+                self.1
+            )))
+        }
     }
 
     impl serde::Serialize for UuidId {
         fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-            serialize_uuid(self.0, s)
+            serialize_uuid(self.as_u128(), s)
         }
     }
 
@@ -603,7 +821,7 @@ mod tests {
             "0x0000000000000000000000000000000c"
                 .parse::<UuidId>()
                 .unwrap(),
-            UuidId(12)
+            UuidId::from_u128(12)
         );
     }
 }

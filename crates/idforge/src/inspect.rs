@@ -376,10 +376,24 @@ pub fn inspect(
         }
     };
     let layout = scheme.layout();
-    let bits = layout.bits;
     let (value, parts, unix_ns) = layout_fields(input, trimmed, &scheme, &layout, format)?;
+    Ok(layout_decoded(
+        trimmed, &scheme, &layout, value, parts, unix_ns,
+    ))
+}
+
+/// The [`Decoded`] of a layout scheme's id, its fields checked.
+fn layout_decoded(
+    trimmed: &str,
+    scheme: &Scheme,
+    layout: &crate::layout::Layout,
+    value: u128,
+    parts: crate::layout::Parts,
+    unix_ns: u128,
+) -> Decoded {
+    let bits = layout.bits;
     let is_uuid = scheme.uuid_version().is_some();
-    Ok(Decoded {
+    Decoded {
         input: trimmed.to_string(),
         scheme: scheme.name().to_string(),
         value,
@@ -407,7 +421,7 @@ pub fn inspect(
         clock_seq: None,
         gregorian: None,
         note: None,
-    })
+    }
 }
 
 /// The value, parts and Unix time of `trimmed` read as an id of the layout scheme `scheme`
@@ -428,6 +442,24 @@ pub(crate) fn layout_fields(
         }
         _ => text::parse(trimmed, bits, format.or(scheme.native_format(trimmed)))?,
     };
+    let (parts, unix_ns) = check_layout_value(input, trimmed, scheme, layout, value)?;
+    Ok((value, parts, unix_ns))
+}
+
+/// The checks of [`layout_fields`] on a value already read.
+fn check_layout_value(
+    input: &str,
+    trimmed: &str,
+    scheme: &Scheme,
+    layout: &crate::layout::Layout,
+    value: u128,
+) -> Result<(crate::layout::Parts, u128), Error> {
+    if layout.bits < 128 && value >> layout.bits != 0 {
+        return Err(malformed(
+            input,
+            format!("the value does not fit in {} bits", layout.bits),
+        ));
+    }
     if let Some(expected) = scheme.uuid_version() {
         let found = ((value >> 76) & 0xF) as u8;
         if found != expected {
@@ -466,7 +498,144 @@ pub(crate) fn layout_fields(
             "its time field is beyond any calendar date; is it an id of this scheme?",
         ));
     }
-    Ok((value, parts, unix_ns))
+    Ok((parts, unix_ns))
+}
+
+/// Decodes an id's value as `scheme` lays it out, without text: what [`inspect`] gives for
+/// the id's canonical text (the typed ids' `decode` methods come here).
+///
+/// # Errors
+/// [`Error::MalformedId`] for a value wider than the scheme's ids, bits the scheme does not
+/// define or a time beyond any calendar date; [`Error::WrongVersion`] and
+/// [`Error::WrongVariant`] for a UUID of another version or variant than the scheme's.
+///
+/// ```
+/// use idforge::{inspect::decode, Scheme};
+/// let d = decode(1_541_815_603_606_036_480, &Scheme::Snowflake)?;
+/// assert_eq!((d.node, d.counter), (Some(378), Some(0)));
+/// assert_eq!(d.time.as_deref(), Some("2022-06-28T16:07:40.105Z"));
+/// assert!(decode(1 << 64, &Scheme::Snowflake).is_err()); // wider than 64 bits
+/// # Ok::<(), idforge::Error>(())
+/// ```
+pub fn decode(value: u128, scheme: &Scheme) -> Result<Decoded, Error> {
+    let layout = scheme.layout();
+    let shown = if layout.bits < 128 && value >> layout.bits != 0 {
+        text::encode(value, 128, Format::Dec)
+    } else {
+        text::encode(value, layout.bits, scheme.default_format())
+    };
+    if *scheme == Scheme::TypeId {
+        return inspect(shown.as_str(), Some(scheme), Some(Format::TypeId));
+    }
+    let canonical = shown.as_str();
+    let (parts, unix_ns) = check_layout_value(canonical, canonical, scheme, &layout, value)?;
+    Ok(layout_decoded(
+        canonical, scheme, &layout, value, parts, unix_ns,
+    ))
+}
+
+// The typed ids decode here, above the schemes (the ids module is below them).
+
+impl crate::ids::UuidId {
+    /// The id's parts as `scheme` lays them out (time, node, counter...), read from its bits
+    /// without going through text.
+    ///
+    /// # Errors
+    /// As [`decode`](crate::inspect::decode): a scheme of another width or UUID version, bits
+    /// the scheme does not define.
+    ///
+    /// ```
+    /// use idforge::{Scheme, UuidId};
+    /// let id: UuidId = "017F22E2-79B0-7CC3-98C4-DC0C0C07398F".parse()?;
+    /// let d = id.decode(&Scheme::UProtocol)?;
+    /// assert_eq!((d.unix_ms(), d.counter), (Some(1_645_557_742_000), Some(0xcc3)));
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
+    pub fn decode(self, scheme: &crate::Scheme) -> Result<crate::Decoded, Error> {
+        decode(self.as_u128(), scheme)
+    }
+}
+
+impl crate::ids::Id64 {
+    /// The id's parts as `scheme` lays them out (its time, node, counter...), read from its
+    /// bits without going through text: an integer id does not say which scheme made it.
+    ///
+    /// # Errors
+    /// As [`decode`](crate::inspect::decode): a scheme of another width, bits the scheme does
+    /// not define, a time field beyond any calendar date.
+    ///
+    /// ```
+    /// use idforge::{Id64, Scheme};
+    /// let id = Id64::from(1_541_815_603_606_036_480u64);
+    /// let d = id.decode(&Scheme::Snowflake)?;
+    /// assert!(d.timestamp().is_some());
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
+    pub fn decode(self, scheme: &crate::Scheme) -> Result<crate::Decoded, Error> {
+        decode(u128::from(self.as_u64()), scheme)
+    }
+
+    /// The time `scheme` records in the id (the start of its tick).
+    ///
+    /// # Errors
+    /// As [`Id64::decode`]; [`Error::TimeOutOfRange`] for a time past the years `jiff` holds
+    /// (9999).
+    ///
+    /// ```
+    /// use idforge::{Id64, Scheme};
+    /// let id = Id64::from(1_541_815_603_606_036_480u64);
+    /// assert_eq!(id.timestamp(&Scheme::Snowflake)?.to_string(), "2022-06-28T16:07:40.105Z");
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
+    pub fn timestamp(self, scheme: &crate::Scheme) -> Result<jiff::Timestamp, Error> {
+        let d = self.decode(scheme)?;
+        d.timestamp().ok_or_else(|| Error::TimeOutOfRange {
+            scheme: scheme.name().into(),
+            time: d.time.clone().unwrap_or_default(),
+            year: 9999,
+        })
+    }
+}
+
+impl crate::ids::Id128 {
+    /// The id's parts as `scheme` lays them out (its time, node, counter...), read from its
+    /// bits without going through text: an integer id does not say which scheme made it.
+    ///
+    /// # Errors
+    /// As [`decode`](crate::inspect::decode): a scheme of another width, bits the scheme does
+    /// not define, a time field beyond any calendar date.
+    ///
+    /// ```
+    /// use idforge::{Id128, Scheme};
+    /// let id = Id128::from(1_541_815_603_606_036_480u128);
+    /// let d = id.decode(&Scheme::GlobalId128)?;
+    /// assert!(d.timestamp().is_some());
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
+    pub fn decode(self, scheme: &crate::Scheme) -> Result<crate::Decoded, Error> {
+        decode(u128::from(self), scheme)
+    }
+
+    /// The time `scheme` records in the id (the start of its tick).
+    ///
+    /// # Errors
+    /// As [`Id128::decode`]; [`Error::TimeOutOfRange`] for a time past the years `jiff` holds
+    /// (9999).
+    ///
+    /// ```
+    /// use idforge::{Id128, Scheme};
+    /// let id = Id128::from(1_541_815_603_606_036_480u128);
+    /// assert!(id.timestamp(&Scheme::GlobalId128).is_ok());
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
+    pub fn timestamp(self, scheme: &crate::Scheme) -> Result<jiff::Timestamp, Error> {
+        let d = self.decode(scheme)?;
+        d.timestamp().ok_or_else(|| Error::TimeOutOfRange {
+            scheme: scheme.name().into(),
+            time: d.time.clone().unwrap_or_default(),
+            year: 9999,
+        })
+    }
 }
 
 /// Whether text has the shape of TypeID text with a prefix: a `_` and 26 characters after the
@@ -550,9 +719,7 @@ fn nanots_time_text(t: &str) -> bool {
     b.len() >= 5 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-'
 }
 
-/// 100-nanosecond intervals from 1582-10-15T00:00:00Z (the Gregorian epoch of UUID versions 1
-/// and 6) to the Unix epoch: 12,219,292,800 seconds.
-pub const GREGORIAN_TO_UNIX_100NS: u64 = 12_219_292_800 * 10_000_000;
+pub use crate::time::GREGORIAN_TO_UNIX_100NS;
 
 /// A UUID of any version of RFC 9562, decoded as far as its version defines it: the time,
 /// `clock_seq` and node of versions 1 and 6, the raw fields of 7 and 8, and for the others
@@ -632,18 +799,7 @@ pub fn inspect_uuid(input: &str, trimmed: &str, value: u128) -> Result<Decoded, 
 ///  v6: time_high(32) | time_mid(16) | ver(4) | time_low(12) | var(2) | clock_seq(14) | node(48)
 /// ```
 fn inspect_gregorian(trimmed: &str, value: u128, version: u8) -> Decoded {
-    let hi = (value >> 64) as u64;
-    let ticks = if version == 1 {
-        let time_low = hi >> 32;
-        let time_mid = (hi >> 16) & 0xFFFF;
-        let time_high = hi & 0x0FFF;
-        time_high << 48 | time_mid << 32 | time_low
-    } else {
-        let time_high = hi >> 32;
-        let time_mid = (hi >> 16) & 0xFFFF;
-        let time_low = hi & 0x0FFF;
-        time_high << 28 | time_mid << 12 | time_low
-    };
+    let ticks = crate::time::gregorian_ticks(value, version);
     let unix_100ns = i128::from(ticks) - i128::from(GREGORIAN_TO_UNIX_100NS);
     let mut d = other_uuid(trimmed, value);
     d.scheme = format!("uuid-v{version}");

@@ -53,10 +53,11 @@ pub mod time;
 
 pub use clock::{Clock, ManualClock, SystemClock, WallClock};
 pub use error::{Error, StateFileError};
-pub use generator::{Batch, Blocks, Generator, RandomSource, SchemeSpec};
+pub use generator::{Batch, Blocks, Generator, GeneratorBuilder, RandomSource, SchemeSpec};
 pub use ids::{Id128, Id64, IdFamily, NanoTs, TypedId, UuidId};
 pub use inspect::{inspect, Decoded};
 pub use layout::{Field, Layout, LayoutBuilder, Parts, Segment, Signed64};
+pub use schemes::catalog::Kind;
 pub use schemes::uuid7::uuid7;
 pub use schemes::Scheme;
 pub use sequencer::{

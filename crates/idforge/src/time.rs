@@ -115,6 +115,40 @@ fn push_digits(out: &mut Vec<u8>, n: u64, width: usize) {
     out.extend_from_slice(s.as_bytes());
 }
 
+/// 100-nanosecond intervals from 1582-10-15T00:00:00Z (the Gregorian epoch of UUID versions 1
+/// and 6) to the Unix epoch: 12,219,292,800 seconds.
+pub const GREGORIAN_TO_UNIX_100NS: u64 = 12_219_292_800 * 10_000_000;
+
+/// The 60-bit timestamp of a version 1 or 6 UUID (`version` says which field order): 100 ns
+/// intervals since 1582-10-15 (RFC 9562 sections 5.1 and 5.6).
+///
+/// ```text
+///  v1: time_low(32) | time_mid(16) | ver(4) | time_high(12) | var(2) | clock_seq(14) | node(48)
+///  v6: time_high(32) | time_mid(16) | ver(4) | time_low(12) | var(2) | clock_seq(14) | node(48)
+/// ```
+///
+/// ```
+/// // RFC 9562, Appendix A.1 (v1) and A.5 (v6): the same time.
+/// let v1 = 0xC232AB00_9414_11EC_B3C8_9F6BDECED846u128;
+/// let v6 = 0x1EC9414C_232A_6B00_B3C8_9F6BDECED846u128;
+/// assert_eq!(idforge::time::gregorian_ticks(v1, 1), 0x1EC9414C232AB00);
+/// assert_eq!(idforge::time::gregorian_ticks(v6, 6), 0x1EC9414C232AB00);
+/// ```
+pub fn gregorian_ticks(value: u128, version: u8) -> u64 {
+    let hi = (value >> 64) as u64;
+    if version == 1 {
+        let time_low = hi >> 32;
+        let time_mid = (hi >> 16) & 0xFFFF;
+        let time_high = hi & 0x0FFF;
+        time_high << 48 | time_mid << 32 | time_low
+    } else {
+        let time_high = hi >> 32;
+        let time_mid = (hi >> 16) & 0xFFFF;
+        let time_low = hi & 0x0FFF;
+        time_high << 28 | time_mid << 12 | time_low
+    }
+}
+
 /// The calendar year (UTC) of a Unix time in nanoseconds.
 ///
 /// ```

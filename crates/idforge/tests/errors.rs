@@ -109,6 +109,47 @@ fn malformed_and_wrong_version_id_strings() {
 
 #[test]
 fn unknown_scheme() {
-    let e = Scheme::from_name("uuid9").unwrap_err();
-    assert!(e.to_string().contains("idforge schemes"));
+    let e = Scheme::from_name("uuid9").unwrap_err().to_string();
+    // Library words: the names, not a command to run.
+    assert!(!e.contains("idforge schemes"), "{e}");
+    assert!(e.contains("the schemes are uuid7, uprotocol"), "{e}");
+    // Case-insensitive, one FromStr for each type; the other kinds are named as such.
+    assert_eq!("UUID7".parse::<Scheme>().unwrap(), Scheme::Uuid7);
+    for name in ["locality", "nanots-host", "uuid4"] {
+        let e = Scheme::from_name(name).unwrap_err().to_string();
+        assert!(e.contains("Kind"), "{e}");
+        assert!(name.parse::<idforge::Kind>().is_ok(), "{name}");
+    }
+    assert!(Scheme::from_name("custom")
+        .unwrap_err()
+        .to_string()
+        .contains("Layout::parse_spec"));
+}
+
+#[test]
+fn typed_ids_tell_their_time_and_parts() {
+    use idforge::{Generator, Id64, UuidId};
+    let g = Generator::builder(&Scheme::Snowflake)
+        .node(9)
+        .build()
+        .unwrap();
+    let id: Id64 = g.next_id64().unwrap();
+    let d = id.decode(&Scheme::Snowflake).unwrap();
+    assert_eq!(d.node, Some(9));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let t = id.timestamp(&Scheme::Snowflake).unwrap().as_millisecond();
+    assert!((now - t).abs() < 5_000, "{t} vs {now}");
+    // A 64-bit id is refused by a scheme of another width rather than misread.
+    assert!(id.decode(&Scheme::Uuid7).is_err());
+    let u: UuidId = idforge::uuid7().unwrap();
+    let ms = u.unix_ms().unwrap() as i64;
+    assert!((now - ms).abs() < 5_000);
+    assert_eq!(
+        u.decode(&Scheme::Uuid7).unwrap().unix_ms(),
+        Some(ms as u128)
+    );
+    assert_eq!(UuidId::from_bytes(*u.as_bytes()), u);
 }

@@ -46,6 +46,23 @@ pub const NAMES: [&str; 17] = [
     "custom",
 ];
 
+impl std::str::FromStr for Kind {
+    type Err = Error;
+    /// Any scheme's name, case-insensitive ([`Kind::from_name`] without a layout: `custom`
+    /// needs one, so it is refused here).
+    ///
+    /// ```
+    /// use idforge::schemes::catalog::Kind;
+    /// assert_eq!("Locality".parse::<Kind>()?, Kind::Locality);
+    /// assert_eq!("nanots-host".parse::<Kind>()?, Kind::NanoTsHost);
+    /// assert_eq!("UUID7".parse::<Kind>()?, Kind::Layout(idforge::Scheme::Uuid7));
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
+    fn from_str(s: &str) -> Result<Self, Error> {
+        Kind::from_name(s, None)
+    }
+}
+
 impl Kind {
     /// The kind of the scheme called `name` (case-insensitive); `custom` takes the layout spec.
     ///
@@ -87,8 +104,11 @@ impl Kind {
             Some(n) => Kind::Layout(Scheme::from_name(n)?),
             None => {
                 return Err(Error::UnknownScheme(match closest(&lower) {
-                    Some(c) => format!("{name:?} (did you mean {c}?)"),
-                    None => format!("{name:?}"),
+                    Some(c) => format!(
+                        "{name:?} (did you mean {c}?); the schemes are {}",
+                        NAMES.join(", ")
+                    ),
+                    None => format!("{name:?}; the schemes are {}", NAMES.join(", ")),
                 }))
             }
         };

@@ -95,22 +95,40 @@ impl Scheme {
         }
     }
 
-    /// A preset by name (`custom` needs a layout: build `Scheme::Custom` directly).
+    /// A preset by name, case-insensitive (the same as `name.parse::<Scheme>()`). `custom` needs
+    /// a layout: build `Scheme::Custom` directly, or use [`Kind::from_name`](catalog::Kind::from_name).
+    /// The schemes that are not sequencer layouts (`nanots-host`, `locality`, `uuid4`) are
+    /// [`Kind`](catalog::Kind)s, which [`Kind::from_str`](catalog::Kind) names.
     ///
     /// # Errors
-    /// [`Error::UnknownScheme`] when `name` is not a preset's name (`custom` included).
+    /// [`Error::UnknownScheme`] when `name` is not a preset's name, saying which type names it
+    /// when it is one of the other kinds, or the closest name.
     ///
     /// ```
-    /// assert_eq!(idforge::Scheme::from_name("global-id")?, idforge::Scheme::GlobalId);
-    /// assert!(idforge::Scheme::from_name("uuid9").is_err());
+    /// use idforge::Scheme;
+    /// assert_eq!(Scheme::from_name("global-id")?, Scheme::GlobalId);
+    /// assert_eq!("UUID7".parse::<Scheme>()?, Scheme::Uuid7);
+    /// let e = Scheme::from_name("locality").unwrap_err().to_string();
+    /// assert!(e.contains("Kind"), "{e}");
+    /// assert!(Scheme::from_name("uuid9").is_err());
     /// # Ok::<(), idforge::Error>(())
     /// ```
     pub fn from_name(name: &str) -> Result<Scheme, Error> {
-        Scheme::PRESETS
-            .iter()
-            .find(|s| s.name() == name)
-            .cloned()
-            .ok_or_else(|| Error::UnknownScheme(format!("{name:?}")))
+        let lower = name.trim().to_ascii_lowercase();
+        if let Some(s) = Scheme::PRESETS.iter().find(|s| s.name() == lower) {
+            return Ok(s.clone());
+        }
+        match catalog::Kind::from_name(&lower, None) {
+            Ok(kind) => Err(Error::UnknownScheme(format!(
+                "{name:?}: {} is a scheme of its own, not a sequencer layout; name it as a `schemes::catalog::Kind` (`\"{}\".parse::<Kind>()`)",
+                kind.name(),
+                kind.name()
+            ))),
+            Err(Error::InvalidLayoutSpec { .. }) => Err(Error::UnknownScheme(format!(
+                "{name:?}: a custom layout is `Scheme::Custom(Layout::parse_spec(spec)?)`"
+            ))),
+            Err(e) => Err(e),
+        }
     }
 
     /// The scheme's layout.
@@ -330,5 +348,13 @@ impl crate::generator::SchemeSpec for Scheme {
 impl std::fmt::Display for Scheme {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Scheme {
+    type Err = Error;
+    /// [`Scheme::from_name`]: a preset's name, case-insensitive.
+    fn from_str(s: &str) -> Result<Self, Error> {
+        Scheme::from_name(s)
     }
 }

@@ -412,18 +412,28 @@ impl Opened {
                         Generator::with_sequencer(s, opts.node, seq)?
                     }
                     (None, None, AnyClock::System(sc)) => {
-                        let g = Generator::with_clock(s, opts.node, sc, policy)?;
+                        let g = Generator::builder(s)
+                            .node_opt(opts.node)
+                            .clock(sc)
+                            .policy(policy)
+                            .random(opts.random)
+                            .build()?;
                         return Ok(Opened {
                             kind: kind.clone(),
-                            inner: Inner::Process(Box::new(g.with_random(opts.random))),
+                            inner: Inner::Process(Box::new(g)),
                         });
                     }
                     #[cfg(feature = "host-wide")]
                     (Some(st), None, AnyClock::System(sc)) => {
-                        let g = Generator::host_wide(s, opts.node, sc, policy, st)?;
+                        let g = Generator::builder(s)
+                            .node_opt(opts.node)
+                            .clock(sc)
+                            .policy(policy)
+                            .random(opts.random)
+                            .build_host_wide(st)?;
                         return Ok(Opened {
                             kind: kind.clone(),
-                            inner: Inner::Host(Box::new(g.with_random(opts.random))),
+                            inner: Inner::Host(Box::new(g)),
                         });
                     }
                     (None, None, clock) => Generator::with_clock(s, opts.node, clock, policy)?

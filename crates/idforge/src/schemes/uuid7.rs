@@ -20,8 +20,8 @@
 //!
 //! ```
 //! let id = idforge::uuid7().unwrap();
-//! assert_eq!((id >> 76) & 0xF, 7);          // version
-//! assert_eq!((id >> 62) & 0b11, 0b10);      // variant
+//! assert_eq!(id.version(), 7);
+//! assert_eq!((id.as_u128() >> 62) & 0b11, 0b10);      // variant
 //! ```
 
 use std::sync::OnceLock;
@@ -58,13 +58,13 @@ pub fn layout() -> Layout {
 /// back by more than the default policy's `max_lead` (1 s).
 ///
 /// ```
-/// use idforge::text::{encode, Format};
 /// let (a, b) = (idforge::uuid7()?, idforge::uuid7()?);
 /// assert!(b > a);
-/// assert_eq!(encode(a, 128, Format::Uuid).as_str().as_bytes()[14], b'7'); // the version
+/// assert_eq!(a.to_string().as_bytes()[14], b'7'); // the version
+/// assert!(a.timestamp().is_some());
 /// # Ok::<(), idforge::Error>(())
 /// ```
-pub fn uuid7() -> Result<u128, Error> {
+pub fn uuid7() -> Result<crate::UuidId, Error> {
     static GEN: OnceLock<Generator> = OnceLock::new();
     let g = match GEN.get() {
         Some(g) => g,
@@ -74,7 +74,7 @@ pub fn uuid7() -> Result<u128, Error> {
             GEN.get_or_init(|| g)
         }
     };
-    g.next()
+    g.next_uuid()
 }
 
 #[cfg(test)]
