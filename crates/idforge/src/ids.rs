@@ -33,7 +33,9 @@
 //!   YAML, TOML, ...) integer ids are **strings** of decimal digits (`"1541815603606036480"`:
 //!   JavaScript's numbers lose precision past 2^53) and UUIDs their text; in binary formats
 //!   integer ids are `u64`/`u128` numbers and UUIDs 16 bytes. Deserializing from a
-//!   human-readable format also takes a number, or any text [`FromStr`] accepts.
+//!   human-readable format also takes a number up to 2^64 - 1, or any text [`FromStr`]
+//!   accepts. A larger JSON number is refused (JSON parsers such as `serde_json` hand it over as
+//!   a float, its low digits already lost): send 128-bit ids as strings, as they serialize.
 //! * `uuid`: `From` conversions between [`UuidId`] (and `LocalityUuid`) and `uuid::Uuid`.
 
 use std::fmt;

@@ -240,6 +240,19 @@ mod serde_forms {
         );
         assert!(serde_json::from_str::<Id64>("-1").is_err());
         assert!(serde_json::from_str::<Id64>("\"18446744073709551616\"").is_err());
+        // An Id128 above 2^64 as a JSON number reaches serde as a rounded float: refused with
+        // advice, never read as a nearby value. As a string it reads exactly.
+        let big = "340282366920938463463374607431768211455";
+        let e = serde_json::from_str::<Id128>(big).unwrap_err().to_string();
+        assert!(e.contains("arrive rounded") && e.contains("as a string"), "{e}");
+        assert_eq!(
+            serde_json::from_str::<Id128>(&format!("\"{big}\"")).unwrap(),
+            Id128::from(u128::MAX)
+        );
+        assert_eq!(
+            serde_json::from_str::<Id128>("18446744073709551615").unwrap(),
+            Id128::from(u128::from(u64::MAX))
+        );
         assert_eq!(
             serde_json::from_str::<NanoTs>("\"2021-12-28T14:07:02.954100128\"").unwrap(),
             NanoTs::from(1_640_700_422_954_100_128)
