@@ -130,20 +130,21 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
     }
     writeln!(
         out,
-        "clocks: CLOCK_REALTIME {:.1} ns a read; calibrated counter {:.1} ns a read, off \
-         CLOCK_REALTIME by at most {} ns (99% within {} ns) in {} bracketed readings",
+        "clocks: CLOCK_REALTIME {:.1} ns a read; calibrated counter {:.1} ns a read, {}",
         clocks.precise_ns,
         clocks.fast_ns,
-        clocks.fast.worst_ns,
-        clocks.fast.p99_ns,
-        clocks.fast.samples
+        error_words(
+            "off",
+            clocks.fast.worst_ns,
+            clocks.fast.p99_ns,
+            clocks.fast.samples
+        ),
     )?;
     if let Some((ns, e)) = &clocks.ticker {
         writeln!(
             out,
-            "        ticker {ns:.1} ns a read, behind CLOCK_REALTIME by at most {} ns (99% within \
-             {} ns) in {} bracketed readings",
-            e.worst_ns, e.p99_ns, e.samples
+            "        ticker {ns:.1} ns a read, {}",
+            error_words("behind", e.worst_ns, e.p99_ns, e.samples)
         )?;
     }
     writeln!(
@@ -354,4 +355,20 @@ fn batch(g: &Opened, d: Duration) -> anyhow::Result<f64> {
     }
     std::hint::black_box(sink);
     Ok(n as f64 / start.elapsed().as_secs_f64())
+}
+
+/// How far a clock was from `CLOCK_REALTIME`: "at most 0 ns" would read as a claim of no error
+/// at all, when it means every reading fell between the two `CLOCK_REALTIME` reads around it.
+pub(crate) fn error_words(how: &str, worst_ns: u64, p99_ns: u64, samples: usize) -> String {
+    if worst_ns == 0 {
+        format!(
+            "within the bracketing CLOCK_REALTIME reads in all {samples} readings (no error beyond \
+             the bracket's width could be seen)"
+        )
+    } else {
+        format!(
+            "{how} CLOCK_REALTIME by at most {worst_ns} ns (99% within {p99_ns} ns) in {samples} \
+             bracketed readings"
+        )
+    }
 }

@@ -18,6 +18,7 @@ use crate::usage;
 #[derive(Args, Debug)]
 pub struct GenArgs {
     /// The scheme (see the list below).
+    #[arg(value_parser = crate::names::SchemeName, hide_possible_values = true)]
     scheme: String,
     /// How many ids to generate.
     #[arg(short = 'n', long = "count", default_value_t = 1)]

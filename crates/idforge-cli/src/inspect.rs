@@ -21,7 +21,7 @@ pub struct InspectArgs {
     /// --scheme uprotocol only its time and raw rand_a/rand_b bits are shown. TypeID text with a
     /// prefix (user_01h455vb4pex5vsknk084sn02q) is recognised by its shape; a bare TypeID suffix
     /// needs --scheme typeid (or --format typeid).
-    #[arg(long, short = 's')]
+    #[arg(long, short = 's', value_parser = crate::names::SchemeName, hide_possible_values = true)]
     scheme: Option<String>,
     /// Layout of the custom scheme (see `idforge gen --help`).
     #[arg(long)]

@@ -11,6 +11,7 @@ mod fleet;
 mod gen;
 mod inspect;
 mod log;
+mod names;
 mod output;
 mod schemes;
 mod serve;
@@ -67,8 +68,16 @@ enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff): `idforge man | man -l -`.
-    Man,
+    /// Print a man page (roff): `idforge man | man -l -` for idforge(1), `idforge man gen` for
+    /// idforge-gen(1); `--out-dir DIR` writes every page (idforge.1, idforge-gen.1, ...).
+    Man {
+        /// The subcommand whose page to print (gen, inspect, schemes, ...).
+        subcommand: Option<String>,
+        /// Write every page into this directory (it must exist; existing pages are not
+        /// overwritten).
+        #[arg(long, value_name = "DIR", conflicts_with = "subcommand")]
+        out_dir: Option<std::path::PathBuf>,
+    },
     /// Run everything at once for a bounded time (processes killed and restarted on a shared
     /// state file, forks, oversubscribed threads, clock jumps) and print one summary.
     Torture(torture::TortureArgs),
@@ -76,20 +85,23 @@ enum Command {
     /// /v1/schemes, /healthz, /readyz, /metrics, /openapi.json.
     #[command(after_help = serve::after_help())]
     Serve(Box<serve::ServeArgs>),
-    /// Internal: one fork round of `torture`.
-    #[command(hide = true)]
-    TortureFork {
-        /// Ids per process after the fork.
-        #[arg(long)]
-        count: usize,
-        /// Directory for the ids.
-        #[arg(long)]
-        out: std::path::PathBuf,
-        /// The generator: uuid7, snowflake running ahead of the clock, or fleet (snowflake
-        /// running ahead on a node id leased from an in-memory fleet).
-        #[arg(long, value_enum, default_value = "uuid7")]
-        scheme: torture::ForkScheme,
-    },
+}
+
+/// `idforge torture-fork`: one fork round of `torture`, run by `torture` itself. Parsed apart
+/// from [`Cli`], so completion scripts and man pages never offer it.
+#[derive(Parser, Debug)]
+#[command(name = "idforge torture-fork")]
+struct TortureForkCli {
+    /// Ids per process after the fork.
+    #[arg(long)]
+    count: usize,
+    /// Directory for the ids.
+    #[arg(long)]
+    out: std::path::PathBuf,
+    /// The generator: uuid7, snowflake running ahead of the clock, or fleet (snowflake running
+    /// ahead on a node id leased from an in-memory fleet).
+    #[arg(long, value_enum, default_value = "uuid7")]
+    scheme: torture::ForkScheme,
 }
 
 const GEN_HELP: &str = concat!(
@@ -112,6 +124,14 @@ const INSPECT_HELP: &str = "Examples:
   idforge inspect --json 20be0ffc-314a-bd53-7a50-013a65ca76d2";
 
 fn main() -> ExitCode {
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == "torture-fork")
+    {
+        let f = TortureForkCli::parse_from(std::env::args_os().skip(1));
+        return torture::fork_child(&f.out, f.count, f.scheme)
+            .unwrap_or_else(|e| failure::report(&e));
+    }
     let cli = Cli::parse();
     if !stdout::is_open() {
         // A file opened later would take descriptor 1: refuse before anything is made or opened.
@@ -137,15 +157,68 @@ fn main() -> ExitCode {
             );
             Ok(ExitCode::SUCCESS)
         }
-        Command::Man => clap_mangen::Man::new(Cli::command())
-            .render(&mut std::io::stdout())
-            .map(|()| ExitCode::SUCCESS)
-            .map_err(Into::into),
+        Command::Man {
+            subcommand,
+            out_dir,
+        } => man(subcommand.as_deref(), out_dir.as_deref()),
         Command::Serve(a) => serve::run(*a),
         Command::Torture(a) => torture::run(a),
-        Command::TortureFork { count, out, scheme } => torture::fork_child(&out, count, scheme),
     };
     result.unwrap_or_else(|e| failure::report(&e))
+}
+
+/// `idforge man`: the page of idforge or of one subcommand, or every page into a directory.
+fn man(subcommand: Option<&str>, out_dir: Option<&std::path::Path>) -> anyhow::Result<ExitCode> {
+    let top = Cli::command();
+    // Each subcommand's page is titled as its man page is named (idforge-gen), which the top
+    // page's SUBCOMMANDS section refers to.
+    let page_of = |sub: &clap::Command| {
+        let name = format!("idforge-{}", sub.get_name());
+        sub.clone().name(name).version(VERSION)
+    };
+    let subs: Vec<&clap::Command> = top.get_subcommands().filter(|c| !c.is_hide_set()).collect();
+    if let Some(dir) = out_dir {
+        let mut pages = vec![("idforge.1".to_string(), top.clone())];
+        for sub in &subs {
+            pages.push((format!("idforge-{}.1", sub.get_name()), page_of(sub)));
+        }
+        // Refuse before writing anything: no half-written set of pages.
+        if let Some((file, _)) = pages.iter().find(|(f, _)| dir.join(f).exists()) {
+            anyhow::bail!(
+                "{} exists; idforge does not overwrite it: remove it or choose another --out-dir",
+                dir.join(file).display()
+            );
+        }
+        for (file, cmd) in pages {
+            let path = dir.join(&file);
+            let mut f = match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(f) => f,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => anyhow::bail!(
+                    "{} exists; idforge does not overwrite it: remove it or choose another --out-dir",
+                    path.display()
+                ),
+                Err(e) => anyhow::bail!("cannot create {}: {e}", path.display()),
+            };
+            clap_mangen::Man::new(cmd).render(&mut f)?;
+            eprintln!("idforge: wrote {}", path.display());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let cmd = match subcommand {
+        None => top.clone(),
+        Some(name) => match subs.iter().find(|c| c.get_name() == name) {
+            Some(sub) => page_of(sub),
+            None => crate::usage!(
+                "no subcommand {name:?}; the pages are: {}",
+                subs.iter()
+                    .map(|c| c.get_name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        },
+    };
+    clap_mangen::Man::new(cmd).render(&mut std::io::stdout())?;
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

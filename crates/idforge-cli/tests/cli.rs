@@ -1089,3 +1089,88 @@ fn gen_uuid4_is_random_and_takes_no_sequencer_setting() {
         .unwrap();
     assert_eq!(u7["order"], "time");
 }
+
+#[test]
+fn completions_offer_scheme_names_and_no_internal_command() {
+    for shell in ["bash", "zsh", "fish"] {
+        let o = idforge(&["completions", shell]);
+        assert!(o.status.success());
+        let script = stdout(&o);
+        assert!(
+            !script.contains("torture-fork"),
+            "{shell}: offers the internal command"
+        );
+        for name in ["snowflake", "nanots-host", "typeid", "locality"] {
+            assert!(script.contains(name), "{shell}: no scheme {name}");
+        }
+    }
+    // Offered to completion, but an unknown name still gets the library's message.
+    let o = idforge(&["gen", "snowflak"]);
+    assert!(
+        stderr(&o).contains("did you mean snowflake?"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn every_subcommand_has_its_man_page() {
+    let top = stdout(&idforge(&["man"]));
+    assert!(
+        top.contains("idforge\\-gen(1)"),
+        "the top page names idforge-gen(1)"
+    );
+    let gen = idforge(&["man", "gen"]);
+    assert!(gen.status.success(), "{}", stderr(&gen));
+    let page = stdout(&gen);
+    assert!(
+        page.contains(".TH idforge-gen 1"),
+        "{}",
+        &page[..200.min(page.len())]
+    );
+    assert!(
+        page.contains("\\-\\-node"),
+        "the gen page documents its options"
+    );
+    assert_eq!(idforge(&["man", "nope"]).status.code(), Some(2));
+
+    let dir = std::env::temp_dir().join(format!("idforge-man-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let o = idforge(&["man", "--out-dir", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for page in [
+        "idforge.1",
+        "idforge-gen.1",
+        "idforge-inspect.1",
+        "idforge-serve.1",
+    ] {
+        assert!(dir.join(page).is_file(), "{page}");
+    }
+    assert!(!dir.join("idforge-torture-fork.1").exists());
+    // A second run would overwrite: refused, the pages as they were.
+    std::fs::write(dir.join("idforge-gen.1"), "mine").unwrap();
+    std::fs::remove_file(dir.join("idforge.1")).unwrap();
+    let o = idforge(&["man", "--out-dir", dir.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("does not overwrite"), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("idforge-gen.1")).unwrap(),
+        "mine"
+    );
+    assert!(
+        !dir.join("idforge.1").exists(),
+        "nothing written when one page exists"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn gen_help_states_the_counters_the_catalog_states() {
+    let help = stdout(&idforge(&["gen", "--help"]));
+    let line = help
+        .lines()
+        .find(|l| l.trim_start().starts_with("uuid7 "))
+        .unwrap();
+    let bits = idforge::schemes::uuid7::COUNTER_BITS;
+    assert!(line.contains(&format!("{bits}-bit counter")), "{line}");
+}

@@ -4,7 +4,7 @@
 //! the choice costs nothing on the hot path:
 //!
 //! * [`SystemClock`], the default of every generator: the system's real-time clock read the
-//!   cheap way, a CPU time-stamp counter calibrated against `CLOCK_REALTIME` every millisecond
+//!   cheap way, a CPU time-stamp counter calibrated against `CLOCK_REALTIME` every 200 µs
 //!   (error at most [`SystemClock::MAX_ERROR`]), for every layout whose tick is at least that
 //!   bound; `CLOCK_REALTIME` itself for finer ticks (`nanots`) or when asked
 //!   ([`SystemClock::precise`]);

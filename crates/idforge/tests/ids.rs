@@ -244,7 +244,10 @@ mod serde_forms {
         // advice, never read as a nearby value. As a string it reads exactly.
         let big = "340282366920938463463374607431768211455";
         let e = serde_json::from_str::<Id128>(big).unwrap_err().to_string();
-        assert!(e.contains("arrive rounded") && e.contains("as a string"), "{e}");
+        assert!(
+            e.contains("arrive rounded") && e.contains("as a string"),
+            "{e}"
+        );
         assert_eq!(
             serde_json::from_str::<Id128>(&format!("\"{big}\"")).unwrap(),
             Id128::from(u128::MAX)
