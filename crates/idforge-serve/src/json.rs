@@ -30,7 +30,9 @@ pub fn schemes() -> Value {
                 "bits": f.bits,
                 "ids_per_tick": f.ids_per_tick.to_string(),
                 // uuid4 has no tick to count and no time field to run out: null.
-                "ids_per_second": f.ids_per_second.is_finite().then_some(f.ids_per_second),
+                // A count like the others: a decimal string (a 128-bit layout's rate is past
+                // what a JSON number holds exactly).
+                "ids_per_second": per_second(f),
                 "nodes": f.nodes.map(|n| n.to_string()),
                 "end_year": (f.end_year != catalog::NEVER).then_some(f.end_year),
                 "tick_ns": f.tick_ns,
@@ -46,4 +48,22 @@ pub fn schemes() -> Value {
         })
         .collect();
     Value::Array(list)
+}
+
+/// Whole ids per second: exact where the tick divides a second (every preset), else rounded
+/// down from the float; `None` without a tick (uuid4).
+fn per_second(f: &catalog::Facts) -> Option<String> {
+    if !f.ids_per_second.is_finite() {
+        return None;
+    }
+    let exact = (f.tick_ns > 0 && 1_000_000_000 % f.tick_ns == 0)
+        .then(|| {
+            f.ids_per_tick
+                .checked_mul(u128::from(1_000_000_000 / f.tick_ns))
+        })
+        .flatten();
+    Some(match exact {
+        Some(n) => n.to_string(),
+        None => format!("{:.0}", f.ids_per_second.floor()),
+    })
 }

@@ -397,9 +397,10 @@ pub(crate) struct SchemeFacts {
     bits: u32,
     /// "0" for uuid4, which has no tick.
     ids_per_tick: String,
-    /// null for uuid4: no tick bounds it.
+    /// Whole ids per second, a decimal string like the other counts; null for uuid4: no tick
+    /// bounds it.
     #[schema(required = true)]
-    ids_per_second: Option<f64>,
+    ids_per_second: Option<String>,
     #[schema(required = true)]
     nodes: Option<String>,
     /// null for uuid4: no time field runs out.

@@ -480,6 +480,19 @@ fn schemes_health_readiness_metrics_and_openapi() {
         facts.iter().map(|f| f.name.as_str()).collect::<Vec<_>>()
     );
     assert_eq!(list, idforge_serve::json::schemes());
+    // Counts are decimal strings (or null), never a mix of strings and floats.
+    for f in list.as_array().unwrap() {
+        for key in ["ids_per_tick", "ids_per_second", "nodes"] {
+            assert!(f[key].is_string() || f[key].is_null(), "{key} of {f}");
+        }
+    }
+    let u7 = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "uuid7")
+        .unwrap();
+    assert_eq!(u7["ids_per_second"], "65536000");
 
     assert_eq!(get(s.addr, "/healthz", &[]).status, 200);
     let ready = get(s.addr, "/readyz", &[]);
@@ -818,6 +831,13 @@ fn a_batch_that_outlives_the_timeout_is_cut_short_and_stops() {
     let mut cut = 0;
     for b in batches {
         let r = b.join().unwrap();
+        // On a loaded machine a batch may not have sent its head before the timeout: then it
+        // is answered 503 (timed out) instead of cut mid-body; either way it stopped.
+        if r.status == 503 {
+            assert!(String::from_utf8_lossy(&r.body).contains("took longer than 400 ms"));
+            cut += 1;
+            continue;
+        }
         assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
         if !r.complete {
             cut += 1;
