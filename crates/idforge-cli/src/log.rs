@@ -74,6 +74,24 @@ where
 pub fn init(format: LogFormat) -> anyhow::Result<LogGuard> {
     let filter = filter(|k| std::env::var(k).ok())?;
     let (writer, guard) = Batched::start(std::io::stderr())?;
+    // The text request lines, the most frequent by far, are written here without a `tracing`
+    // event each (the service still asks the subscriber's filter whether to write them): the
+    // same text as the event's through [`Text`], each line made in a buffer of its thread.
+    if matches!(format, LogFormat::Text) {
+        let lines = writer.clone();
+        idforge_serve::set_request_writer(Box::new(move |line| {
+            thread_local! {
+                static LINE: RefCell<String> = const { RefCell::new(String::new()) };
+            }
+            LINE.with(|b| {
+                let mut b = b.borrow_mut();
+                b.clear();
+                // Writing to a String cannot fail; nor can writing to the buffer.
+                let _ = text_line(line, &mut *b);
+                let _ = std::io::Write::write_all(&mut &lines, b.as_bytes());
+            });
+        }));
+    }
     // Set only once per process; a second call (none today) keeps the first.
     let _ = tracing::subscriber::set_global_default(subscriber(format, filter, writer));
     Ok(guard)
@@ -262,17 +280,17 @@ where
 
 /// The time as the default format writes it (`SystemTime`: RFC 3339 in UTC with microseconds,
 /// `2026-11-23T10:00:00.123456Z`); the date and time of day are made once per second and thread.
-fn write_time(w: &mut Writer<'_>) -> fmt::Result {
+fn write_time(w: &mut impl fmt::Write) -> fmt::Result {
     thread_local! {
         static SECOND: RefCell<(u64, String)> = const { RefCell::new((u64::MAX, String::new())) };
     }
     let Ok(since) = std::time::SystemTime::now().duration_since(UNIX_EPOCH) else {
-        return SystemTime.format_time(w);
+        return SystemTime.format_time(&mut Writer::new(w));
     };
     let (secs, micros) = (since.as_secs(), since.subsec_micros());
     // Years 1970 to 9999: the default format's other years have other widths.
     if secs >= 253_402_300_800 {
-        return SystemTime.format_time(w);
+        return SystemTime.format_time(&mut Writer::new(w));
     }
     SECOND.with(|c| {
         let mut c = c.borrow_mut();
@@ -291,6 +309,71 @@ fn write_time(w: &mut Writer<'_>) -> fmt::Result {
         w.write_str(std::str::from_utf8(&digits).unwrap_or("000000"))?;
         w.write_char('Z')
     })
+}
+
+/// `value` in decimal.
+fn write_u64(w: &mut impl fmt::Write, value: u64) -> fmt::Result {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut v = value;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    // ASCII digits.
+    w.write_str(std::str::from_utf8(&digits[i..]).unwrap_or("?"))
+}
+
+/// `micros` in milliseconds as `Debug` writes the `f64` `micros / 1000.0` (`0.004`, `12.5`,
+/// `2.0`), for up to 10^12 microseconds.
+fn write_millis(w: &mut impl fmt::Write, micros: u64) -> fmt::Result {
+    write_u64(w, micros / 1000)?;
+    let mut frac = micros % 1000;
+    let mut digits = [b'.', b'0', b'0', b'0'];
+    let mut end = 4;
+    for d in digits[1..].iter_mut().rev() {
+        *d = b'0' + (frac % 10) as u8;
+        frac /= 10;
+    }
+    while end > 2 && digits[end - 1] == b'0' {
+        end -= 1;
+    }
+    // ASCII.
+    w.write_str(std::str::from_utf8(&digits[..end]).unwrap_or(".0"))
+}
+
+/// A request's whole text line, as [`Text`] writes the service's request event.
+fn text_line(l: &idforge_serve::RequestLine<'_>, w: &mut impl fmt::Write) -> fmt::Result {
+    write_time(w)?;
+    w.write_str(" idforge serve: request method=")?;
+    w.write_str(l.method)?;
+    w.write_str(" route=")?;
+    w.write_str(l.route)?;
+    w.write_str(" status=")?;
+    write_u64(w, u64::from(l.status))?;
+    w.write_str(" latency_ms=")?;
+    if l.micros < 1_000_000_000_000 {
+        write_millis(w, l.micros)?;
+    } else {
+        write!(w, "{:?}", l.micros as f64 / 1000.0)?;
+    }
+    if let Some(id) = l.request_id {
+        w.write_str(" request_id=")?;
+        w.write_str(id)?;
+    }
+    if let Some(scheme) = l.scheme {
+        w.write_str(" scheme=")?;
+        w.write_str(scheme)?;
+    }
+    if let Some(count) = l.count {
+        w.write_str(" count=")?;
+        write_u64(w, count)?;
+    }
+    w.write_char('\n')
 }
 
 /// `YYYY-MM-DDTHH:MM:SS.` of a time in seconds since 1970 (the civil date from the day number,
@@ -362,44 +445,16 @@ impl Visit for Fields<'_> {
             self.record_debug(field, &value);
             return;
         }
-        let k = k as u64;
-        self.record_u64(field, k / 1000);
-        if self.result.is_ok() {
-            let mut frac = k % 1000;
-            let mut digits = [b'.', b'0', b'0', b'0'];
-            let mut end = 4;
-            for d in digits[1..].iter_mut().rev() {
-                *d = b'0' + (frac % 10) as u8;
-                frac /= 10;
-            }
-            while end > 2 && digits[end - 1] == b'0' {
-                end -= 1;
-            }
-            // ASCII.
-            self.result = self
-                .w
-                .write_str(std::str::from_utf8(&digits[..end]).unwrap_or(".0"));
-        }
+        self.result = self
+            .name(field)
+            .and_then(|()| write_millis(&mut self.w, k as u64));
     }
 
     fn record_u64(&mut self, field: &Field, value: u64) {
         if self.result.is_ok() {
-            let mut digits = [0u8; 20];
-            let mut i = digits.len();
-            let mut v = value;
-            loop {
-                i -= 1;
-                digits[i] = b'0' + (v % 10) as u8;
-                v /= 10;
-                if v == 0 {
-                    break;
-                }
-            }
-            self.result = self.name(field).and_then(|()| {
-                // ASCII digits.
-                self.w
-                    .write_str(std::str::from_utf8(&digits[i..]).unwrap_or("?"))
-            });
+            self.result = self
+                .name(field)
+                .and_then(|()| write_u64(&mut self.w, value));
         }
     }
 }
@@ -576,6 +631,76 @@ mod tests {
             .map(|l| l.split_once(" idforge serve: ").unwrap().1)
             .collect();
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn the_request_writer_writes_the_line_the_request_event_gives() {
+        use idforge_serve::RequestLine;
+        let out = Buffer::default();
+        let sub = subscriber(LogFormat::Text, EnvFilter::new("info"), out.clone());
+        let lines = [
+            RequestLine {
+                method: "GET",
+                route: "/v1/ids/{scheme}",
+                status: 200,
+                micros: 87,
+                request_id: Some("01a217ae-7412-7000-9f6d-f61050ed50be"),
+                scheme: Some("snowflake"),
+                count: Some(1),
+            },
+            RequestLine {
+                method: "HEAD",
+                route: "unmatched",
+                status: 404,
+                micros: 12_000,
+                request_id: Some("client-id-1"),
+                scheme: None,
+                count: None,
+            },
+            RequestLine {
+                method: "GET",
+                route: "/healthz",
+                status: 200,
+                micros: 1_234_567,
+                request_id: None,
+                scheme: None,
+                count: Some(100_000),
+            },
+        ];
+        let mut ours = String::new();
+        tracing::subscriber::with_default(sub, || {
+            for l in &lines {
+                text_line(l, &mut ours).unwrap();
+                // The event as the service emits it without a request writer.
+                tracing::info!(
+                    target: "idforge_serve::request",
+                    method = l.method,
+                    route = l.route,
+                    status = l.status,
+                    latency_ms = l.micros as f64 / 1000.0,
+                    request_id = l.request_id,
+                    scheme = l.scheme,
+                    count = l.count,
+                    "request"
+                );
+            }
+        });
+        let theirs = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        let untimed = |s: &str| -> Vec<String> {
+            s.lines()
+                .map(|l| l.split_once(" idforge serve: ").unwrap().1.to_string())
+                .collect()
+        };
+        assert_eq!(untimed(&ours), untimed(&theirs));
+        assert_eq!(
+            untimed(&ours)[0],
+            "request method=GET route=/v1/ids/{scheme} status=200 latency_ms=0.087 \
+             request_id=01a217ae-7412-7000-9f6d-f61050ed50be scheme=snowflake count=1"
+        );
+        for l in ours.lines() {
+            assert_eq!(l.as_bytes()[10], b'T', "{l}");
+            assert!(l[..27].ends_with('Z'), "{l}");
+        }
     }
 
     #[test]

@@ -46,7 +46,7 @@ pub use config::{
     DEFAULT_MAX_COUNT, DEFAULT_SHUTDOWN_GRACE, DEFAULT_TIMEOUT, ENVIRONMENT,
     MAX_CONNECTIONS_CEILING, MAX_COUNT_CEILING, MAX_URI_BYTES, RESERVED_FILES,
 };
-pub use middleware::REQUEST_LOG;
+pub use middleware::{set_request_writer, RequestLine, REQUEST_LOG};
 pub use openapi::{openapi, openapi_json};
 pub use routes::router;
 pub use server::{

@@ -37,6 +37,39 @@ pub(crate) const MAX_REQUEST_ID: usize = 128;
 /// it).
 pub const REQUEST_LOG: &str = "idforge_serve::request";
 
+/// A request's line in the log: what the `tracing` event of target [`REQUEST_LOG`] holds.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestLine<'a> {
+    /// The method, `GET`.
+    pub method: &'a str,
+    /// The matched route (`/v1/ids/{scheme}`) or `unmatched`.
+    pub route: &'a str,
+    /// The answer's status.
+    pub status: u16,
+    /// From the request reaching the routes to its answer, in whole microseconds.
+    pub micros: u64,
+    /// The request id (the client's, or one made here).
+    pub request_id: Option<&'a str>,
+    /// The scheme of the ids issued.
+    pub scheme: Option<&'a str>,
+    /// How many ids were issued.
+    pub count: Option<u64>,
+}
+
+/// A writer of request lines, set by [`set_request_writer`].
+type RequestWriter = Box<dyn Fn(&RequestLine<'_>) + Send + Sync>;
+
+static REQUEST_WRITER: std::sync::OnceLock<RequestWriter> = std::sync::OnceLock::new();
+
+/// Has `write` write the request lines, instead of a `tracing` event each: for a program that
+/// writes them faster than its `tracing` subscriber would (the `idforge` command, for its text
+/// format). They still pass the subscriber's filter: a line is written only where an info event
+/// of target [`REQUEST_LOG`] would be enabled. Set once per process; returns whether this call
+/// set it.
+pub fn set_request_writer(write: RequestWriter) -> bool {
+    REQUEST_WRITER.set(write).is_ok()
+}
+
 /// What the ids route issued, left on its response for the request log.
 #[derive(Clone, Copy)]
 pub(crate) struct Issued {
@@ -217,6 +250,21 @@ fn finish(app: &App, seen: &Seen, start: Instant, res: &Response) {
     let status = res.status().as_u16();
     app.metrics.record(route, status, took);
     let issued = res.extensions().get::<Issued>().copied();
+    let micros = took.as_micros() as u64;
+    if let Some(write) = REQUEST_WRITER.get() {
+        if tracing::enabled!(target: REQUEST_LOG, tracing::Level::INFO) {
+            write(&RequestLine {
+                method: seen.method.as_str(),
+                route,
+                status,
+                micros,
+                request_id: seen.id.as_ref().and_then(|i| i.to_str().ok()),
+                scheme: issued.and_then(|i| Some(app.schemes.get(i.scheme)?.gen.name())),
+                count: issued.map(|i| i.count),
+            });
+        }
+        return;
+    }
     // Text fields as `&str`, which a subscriber takes as it is (`record_str`), without a
     // formatter call per field.
     tracing::info!(
@@ -224,7 +272,7 @@ fn finish(app: &App, seen: &Seen, start: Instant, res: &Response) {
         method = seen.method.as_str(),
         route,
         status,
-        latency_ms = took.as_micros() as f64 / 1000.0,
+        latency_ms = micros as f64 / 1000.0,
         request_id = seen.id.as_ref().and_then(|i| i.to_str().ok()),
         scheme = issued.and_then(|i| Some(app.schemes.get(i.scheme)?.gen.name())),
         count = issued.map(|i| i.count),
