@@ -102,9 +102,10 @@ pub fn init(format: LogFormat) -> anyhow::Result<LogGuard> {
 /// of that thread per period.
 pub const FLUSH_AFTER: Duration = Duration::from_millis(5);
 
-/// Bytes of lines that may wait for the log's thread (about 30,000 request lines): past them a
-/// line waits for room, so memory stays bounded when stderr is read slowly.
-pub const PENDING_BYTES: usize = 4 << 20;
+/// Bytes of lines that may wait for the log's thread (about 100,000 request lines, seconds of
+/// them at full load: a disk that stalls the log's writes for a moment does not stall the
+/// requests): past them a line waits for room, so memory stays bounded when stderr is read slowly.
+pub const PENDING_BYTES: usize = 16 << 20;
 
 /// The lines waiting for the log's thread.
 #[derive(Default)]
