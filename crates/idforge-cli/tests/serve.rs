@@ -181,6 +181,66 @@ fn the_json_log_has_a_line_per_request_with_its_id_and_no_secret() {
     assert_eq!(requests[1]["count"], 2);
 }
 
+#[test]
+fn the_text_log_has_a_line_per_request_unless_its_target_is_off() {
+    for (filter, lines) in [("", 2), ("info,idforge_serve::request=off", 0)] {
+        let d = TempDir::new("textlog");
+        let mut c = cmd(&d.0);
+        c.args(["--listen", "127.0.0.1:0", "--schemes", "uuid7"])
+            .env("IDFORGE_LOG", filter)
+            .env("IDFORGE_TOKENS", "tok-789");
+        let p = spawn(c);
+        let r = get(
+            p.addr,
+            "/v1/ids/uuid7?count=2",
+            &[
+                ("Authorization", "Bearer tok-789"),
+                ("X-Request-Id", "req-42"),
+            ],
+        );
+        assert_eq!(r.ids().len(), 2);
+        let r = get(p.addr, "/nowhere?secret=hunter2", &[]);
+        assert_eq!(r.status, 401);
+        let made = r.header("x-request-id").unwrap().to_string();
+        // Lines are written a few milliseconds after they are made.
+        std::thread::sleep(Duration::from_millis(200));
+        let log = p.stderr.lock().unwrap().clone();
+        assert!(
+            log.contains(" idforge serve: listening on http://"),
+            "{log}"
+        );
+        assert!(
+            !log.contains("hunter2") && !log.contains("tok-789"),
+            "{log}"
+        );
+        let requests: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains(" idforge serve: request "))
+            .collect();
+        assert_eq!(requests.len(), lines, "{log}");
+        if lines == 0 {
+            continue;
+        }
+        let untimed: Vec<&str> = requests
+            .iter()
+            .map(|l| l.split_once(" latency_ms=").unwrap().1)
+            .collect();
+        assert!(
+            requests[0].contains(
+                " idforge serve: request method=GET route=/v1/ids/{scheme} status=200 latency_ms="
+            ) && untimed[0].ends_with(" request_id=req-42 scheme=uuid7 count=2"),
+            "{log}"
+        );
+        assert!(
+            requests[1].contains(" request method=GET route=unmatched status=401 latency_ms=")
+                && untimed[1].ends_with(&format!(" request_id={made}")),
+            "{log}"
+        );
+        let ms = untimed[0].split(' ').next().unwrap();
+        assert!(ms.parse::<f64>().is_ok() && ms.contains('.'), "{ms}");
+    }
+}
+
 /// Clients fetching snowflake ids in batches until told to stop; the ids fully received.
 fn load(addr: SocketAddr, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<u64>> {
     std::thread::spawn(move || {

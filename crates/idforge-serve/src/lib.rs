@@ -15,7 +15,9 @@
 //! The service logs through `tracing` events and sets up no subscriber: the program that runs it
 //! does (the `idforge` command writes them as text or JSON lines, [`LogFormat`]). Its start and
 //! stop messages have the target `idforge_serve::server`, the line per request (method, route,
-//! status, latency, request id, scheme and count) `idforge_serve::request`.
+//! status, latency, request id, scheme and count) `idforge_serve::request`. A program may write
+//! the request lines itself, faster than through a subscriber ([`set_request_writer`]; the
+//! `idforge` command does for its text format): they still pass the subscriber's filter.
 //!
 //! ```no_run
 //! # async fn run() -> anyhow::Result<()> {
@@ -46,6 +48,7 @@ pub use config::{
     DEFAULT_MAX_COUNT, DEFAULT_SHUTDOWN_GRACE, DEFAULT_TIMEOUT, ENVIRONMENT,
     MAX_CONNECTIONS_CEILING, MAX_COUNT_CEILING, MAX_URI_BYTES, RESERVED_FILES,
 };
+pub use middleware::{set_request_writer, RequestLine, REQUEST_LOG};
 pub use openapi::{openapi, openapi_json};
 pub use routes::router;
 pub use server::{

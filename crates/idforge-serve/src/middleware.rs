@@ -4,16 +4,19 @@
 //! JSON, the metrics and one log line per request.
 
 use std::any::Any;
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use axum::body::Body;
-use axum::extract::{MatchedPath, Request, State};
-use axum::http::{header, HeaderName, HeaderValue, StatusCode};
-use axum::middleware::{from_fn_with_state, Next};
+use axum::extract::{MatchedPath, Request};
+use axum::http::{header, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use tower::ServiceBuilder;
+use tower::{Layer, Service, ServiceBuilder};
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{
     MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer,
@@ -32,7 +35,40 @@ pub(crate) const MAX_REQUEST_ID: usize = 128;
 
 /// The target of the request log's events (`IDFORGE_LOG=idforge_serve::request=off` silences
 /// it).
-pub(crate) const REQUEST_LOG: &str = "idforge_serve::request";
+pub const REQUEST_LOG: &str = "idforge_serve::request";
+
+/// A request's line in the log: what the `tracing` event of target [`REQUEST_LOG`] holds.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestLine<'a> {
+    /// The method, `GET`.
+    pub method: &'a str,
+    /// The matched route (`/v1/ids/{scheme}`) or `unmatched`.
+    pub route: &'a str,
+    /// The answer's status.
+    pub status: u16,
+    /// From the request reaching the routes to its answer, in whole microseconds.
+    pub micros: u64,
+    /// The request id (the client's, or one made here).
+    pub request_id: Option<&'a str>,
+    /// The scheme of the ids issued.
+    pub scheme: Option<&'a str>,
+    /// How many ids were issued.
+    pub count: Option<u64>,
+}
+
+/// A writer of request lines, set by [`set_request_writer`].
+type RequestWriter = Box<dyn Fn(&RequestLine<'_>) + Send + Sync>;
+
+static REQUEST_WRITER: std::sync::OnceLock<RequestWriter> = std::sync::OnceLock::new();
+
+/// Has `write` write the request lines, instead of a `tracing` event each: for a program that
+/// writes them faster than its `tracing` subscriber would (the `idforge` command, for its text
+/// format). They still pass the subscriber's filter: a line is written only where an info event
+/// of target [`REQUEST_LOG`] would be enabled. Set once per process; returns whether this call
+/// set it.
+pub fn set_request_writer(write: RequestWriter) -> bool {
+    REQUEST_WRITER.set(write).is_ok()
+}
 
 /// What the ids route issued, left on its response for the request log.
 #[derive(Clone, Copy)]
@@ -42,7 +78,7 @@ pub(crate) struct Issued {
     pub(crate) count: u64,
 }
 
-/// `routes` with every layer a request passes: the request id outermost, then [`guard`], then
+/// `routes` with every layer a request passes: the request id outermost, then [`Guard`], then
 /// panics caught around the handler.
 pub(crate) fn layers(routes: Router<Arc<App>>, app: &Arc<App>) -> Router<Arc<App>> {
     // One `Router::layer` of a stack: each layer given to the router separately would box the
@@ -52,7 +88,7 @@ pub(crate) fn layers(routes: Router<Arc<App>>, app: &Arc<App>) -> Router<Arc<App
             .map_request(drop_unfit_request_id)
             .layer(SetRequestIdLayer::new(REQUEST_ID, Uuid7Ids))
             .layer(PropagateRequestIdLayer::new(REQUEST_ID))
-            .layer(from_fn_with_state(app.clone(), guard))
+            .layer(GuardLayer(app.clone()))
             .layer(CatchPanicLayer::custom(panicked)),
     )
 }
@@ -115,31 +151,133 @@ fn panicked(err: Box<dyn Any + Send + 'static>) -> Response<Body> {
     )
 }
 
+/// [`Guard`] around a service.
+#[derive(Clone)]
+pub(crate) struct GuardLayer(Arc<App>);
+
+impl<S> Layer<S> for GuardLayer {
+    type Service = Guard<S>;
+    fn layer(&self, inner: S) -> Guard<S> {
+        Guard {
+            inner,
+            app: self.0.clone(),
+        }
+    }
+}
+
 /// Every request passes here: the URL length, the bearer token, the timeout, non-JSON errors
-/// made JSON, the metrics and the request log.
-pub(crate) async fn guard(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
-    let start = Instant::now();
-    let route = req.extensions().get::<MatchedPath>().cloned();
-    let method = req.method().clone();
-    let id = req.extensions().get::<RequestId>().cloned();
-    let res = guarded(&app, req, next).await;
+/// made JSON, the metrics and the request log. A tower service of its own rather than
+/// `axum::middleware::from_fn`, which clones the inner service and boxes two futures per
+/// request: this boxes one.
+#[derive(Clone)]
+pub(crate) struct Guard<S> {
+    inner: S,
+    app: Arc<App>,
+}
+
+type Pending = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+impl<S, B> Service<Request> for Guard<S>
+where
+    S: Service<Request, Response = axum::http::Response<B>, Error = Infallible> + Send + 'static,
+    S::Future: Send + 'static,
+    B: http_body::Body<Data = axum::body::Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pending;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request) -> Pending {
+        let start = Instant::now();
+        let app = self.app.clone();
+        let seen = Seen::of(&req);
+        if let Some(refused) = admit(&app, &mut req) {
+            finish(&app, &seen, start, &refused);
+            return Box::pin(std::future::ready(Ok(refused)));
+        }
+        // Called after `poll_ready` on this service, which asked the inner one.
+        let handler = self.inner.call(req);
+        Box::pin(async move {
+            // On the timeout the handler is dropped (tower-http's `TimeoutLayer` answers with
+            // an empty body: this answer says what to do). A panic is caught inside, by
+            // `CatchPanic`.
+            let res = match tokio::time::timeout(app.config.timeout, handler).await {
+                Ok(Ok(res)) => json_errors(res.map(Body::new)).await,
+                Ok(Err(never)) => match never {},
+                Err(_) => error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    &format!(
+                        "the request took longer than {} ms (--timeout-ms); ask for fewer ids",
+                        app.config.timeout.as_millis()
+                    ),
+                ),
+            };
+            finish(&app, &seen, start, &res);
+            Ok(res)
+        })
+    }
+}
+
+/// What the request log needs of a request, taken before the request goes to its handler.
+struct Seen {
+    route: Option<MatchedPath>,
+    method: Method,
+    id: Option<HeaderValue>,
+}
+
+impl Seen {
+    fn of(req: &Request) -> Seen {
+        Seen {
+            route: req.extensions().get::<MatchedPath>().cloned(),
+            method: req.method().clone(),
+            id: req
+                .extensions()
+                .get::<RequestId>()
+                .map(|i| i.header_value().clone()),
+        }
+    }
+}
+
+/// The metrics and the log line of a finished request.
+fn finish(app: &App, seen: &Seen, start: Instant, res: &Response) {
     let took = start.elapsed();
-    let route = route.as_ref().map_or("unmatched", |m| m.as_str());
+    let route = seen.route.as_ref().map_or("unmatched", |m| m.as_str());
     let status = res.status().as_u16();
     app.metrics.record(route, status, took);
     let issued = res.extensions().get::<Issued>().copied();
+    let micros = took.as_micros() as u64;
+    if let Some(write) = REQUEST_WRITER.get() {
+        if tracing::enabled!(target: REQUEST_LOG, tracing::Level::INFO) {
+            write(&RequestLine {
+                method: seen.method.as_str(),
+                route,
+                status,
+                micros,
+                request_id: seen.id.as_ref().and_then(|i| i.to_str().ok()),
+                scheme: issued.and_then(|i| Some(app.schemes.get(i.scheme)?.gen.name())),
+                count: issued.map(|i| i.count),
+            });
+        }
+        return;
+    }
+    // Text fields as `&str`, which a subscriber takes as it is (`record_str`), without a
+    // formatter call per field.
     tracing::info!(
         target: REQUEST_LOG,
-        method = %method,
-        route = %route,
+        method = seen.method.as_str(),
+        route,
         status,
-        latency_ms = took.as_micros() as f64 / 1000.0,
-        request_id = id.as_ref().and_then(|i| i.header_value().to_str().ok()).map(tracing::field::display),
-        scheme = issued.and_then(|i| Some(tracing::field::display(app.schemes.get(i.scheme)?.gen.name()))),
+        latency_ms = micros as f64 / 1000.0,
+        request_id = seen.id.as_ref().and_then(|i| i.to_str().ok()),
+        scheme = issued.and_then(|i| Some(app.schemes.get(i.scheme)?.gen.name())),
         count = issued.map(|i| i.count),
         "request"
     );
-    res
 }
 
 /// Marks a request to `/readyz` made without a token on a service with tokens: it is answered
@@ -147,13 +285,15 @@ pub(crate) async fn guard(State(app): State<Arc<App>>, req: Request, next: Next)
 #[derive(Clone, Copy)]
 pub(crate) struct Anonymous;
 
-pub(crate) async fn guarded(app: &Arc<App>, mut req: Request, next: Next) -> Response {
+/// What is checked before a request goes to its handler: the URL length, the bearer token, and
+/// HEAD on a route that issues ids. `Some` is the answer to a request refused.
+fn admit(app: &App, req: &mut Request) -> Option<Response> {
     let uri_len = req.uri().path_and_query().map_or(0, |p| p.as_str().len());
     if uri_len > MAX_URI_BYTES {
-        return error(
+        return Some(error(
             StatusCode::URI_TOO_LONG,
             &format!("the request target is {uri_len} bytes; the limit is {MAX_URI_BYTES}"),
-        );
+        ));
     }
     if !app.tokens.is_empty() && req.uri().path() != "/healthz" {
         // /readyz without a token (a kubelet's httpGet probe, a load balancer's health check)
@@ -161,35 +301,21 @@ pub(crate) async fn guarded(app: &Arc<App>, mut req: Request, next: Next) -> Res
         if req.uri().path() == "/readyz" && !req.headers().contains_key(header::AUTHORIZATION) {
             req.extensions_mut().insert(Anonymous);
         } else if let Err(e) = authorize(&app.tokens, req.headers()) {
-            return e.into_response();
+            return Some(e.into_response());
         }
     }
     // HEAD is answered as GET without the body, except where a GET issues ids: a HEAD must not
     // take ids only to throw them away.
-    if req.method() == axum::http::Method::HEAD && req.uri().path().starts_with("/v1/ids/") {
+    if req.method() == Method::HEAD && req.uri().path().starts_with("/v1/ids/") {
         let mut r = error(
             StatusCode::METHOD_NOT_ALLOWED,
             "HEAD would issue ids only to throw them away: use GET",
         );
         r.headers_mut()
             .insert(header::ALLOW, HeaderValue::from_static("GET"));
-        return r;
+        return Some(r);
     }
-    // On the timeout the handler is dropped (tower-http's `TimeoutLayer` answers with an empty
-    // body: this answer says what to do). A panic is caught inside, by `CatchPanic`.
-    let res = match tokio::time::timeout(app.config.timeout, next.run(req)).await {
-        Ok(res) => res,
-        Err(_) => {
-            return error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                &format!(
-                    "the request took longer than {} ms (--timeout-ms); ask for fewer ids",
-                    app.config.timeout.as_millis()
-                ),
-            );
-        }
-    };
-    json_errors(res).await
+    None
 }
 
 #[cfg(test)]

@@ -602,8 +602,16 @@ impl Opened {
     ///
     /// # Errors
     /// As [`Opened::next`]; ids emitted before an error were issued and are unique.
-    pub fn take(&self, n: u64, mut emit: impl FnMut(u128)) -> Result<(), Error> {
-        let mut buf = [0u128; 1024];
+    pub fn take(&self, n: u64, emit: impl FnMut(u128)) -> Result<(), Error> {
+        // A few ids (a service's usual request) are not worth zeroing 16 KB for.
+        if n <= 64 {
+            self.take_in(&mut [0u128; 64], n, emit)
+        } else {
+            self.take_in(&mut [0u128; 1024], n, emit)
+        }
+    }
+
+    fn take_in(&self, buf: &mut [u128], n: u64, mut emit: impl FnMut(u128)) -> Result<(), Error> {
         let mut left = n;
         while left > 0 {
             let k = left.min(buf.len() as u64) as usize;
