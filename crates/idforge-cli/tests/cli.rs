@@ -84,6 +84,8 @@ fn every_format_round_trips_through_inspect() {
         ("global-id", Some("18"), "base32"),
         ("global-id-128", Some("999999"), "dec"),
         ("sonyflake", Some("65535"), "base32"),
+        ("discord", Some("1023"), "dec"),
+        ("instagram", Some("8191"), "dec"),
         ("uprotocol", None, "uuid"),
     ] {
         let mut args = vec!["gen", scheme, "-n", "3", "--format", format];
@@ -103,6 +105,40 @@ fn every_format_round_trips_through_inspect() {
             }
         }
     }
+}
+
+/// The named Snowflake presets read their published ids: Discord's API reference's snowflake
+/// (2016-04-30 11:18:25.796 UTC, worker 1, process 0: node 32, increment 7) and the example id
+/// of "Sharding & IDs at Instagram" (shard 1341, sequence 905, on 2011-09-09).
+#[test]
+fn discord_and_instagram_published_ids_inspect() {
+    for (scheme, id, time, node, counter) in [
+        (
+            "discord",
+            "175928847299117063",
+            "2016-04-30T11:18:25.796Z",
+            32,
+            7,
+        ),
+        (
+            "instagram",
+            "11637205501278089",
+            "2011-09-09T22:28:04.721Z",
+            1341,
+            905,
+        ),
+    ] {
+        let o = idforge(&["inspect", "--scheme", scheme, "--json", id]);
+        assert!(o.status.success(), "{scheme}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+        assert_eq!(v["time"], time, "{scheme}");
+        assert_eq!(v["node"], node, "{scheme}");
+        assert_eq!(v["counter"], counter, "{scheme}");
+    }
+    // A node outside the preset's field is refused with its range.
+    let o = idforge(&["gen", "instagram", "--node", "8192"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("8191"), "{}", stderr(&o));
 }
 
 #[test]

@@ -149,11 +149,13 @@ fn batches_made_inline_and_on_the_blocking_pool_give_the_same_bodies() {
 }
 
 /// The schemes that need a node (or host) id.
-const NODE_SCHEMES: [&str; 8] = [
+const NODE_SCHEMES: [&str; 10] = [
     "global-id",
     "global-id-128",
     "snowflake",
     "sonyflake",
+    "discord",
+    "instagram",
     "tsid",
     "objectid",
     "xid",
@@ -272,6 +274,8 @@ fn a_node_per_scheme_from_the_config_file() {
             "global-id-128",
             "snowflake",
             "sonyflake",
+            "discord",
+            "instagram",
             "tsid",
             "objectid",
             "xid",

@@ -26,7 +26,7 @@ pub enum Kind {
 const LOCALITY: &str = "locality";
 
 /// The names [`Kind::from_name`] accepts, in the order `idforge schemes` lists them.
-pub const NAMES: [&str; 17] = [
+pub const NAMES: [&str; 19] = [
     "uuid7",
     "uprotocol",
     "uprotocol-v8",
@@ -34,6 +34,8 @@ pub const NAMES: [&str; 17] = [
     "global-id-128",
     "snowflake",
     "sonyflake",
+    "discord",
+    "instagram",
     "nanots",
     "ulid",
     "tsid",
@@ -362,6 +364,12 @@ mod tests {
         // What fits a signed 64-bit integer (PostgreSQL bigint, Java long).
         assert_eq!(by("snowflake").signed64, Signed64::Always);
         assert_eq!(by("sonyflake").signed64, Signed64::Always);
+        assert_eq!(by("discord").signed64, Signed64::Until(2084));
+        assert_eq!(by("instagram").signed64, Signed64::Until(2046));
+        assert_eq!(
+            (by("discord").epoch.as_str(), by("instagram").epoch.as_str()),
+            ("2015-01-01T00:00:00.000Z", "2011-08-24T21:07:01.721Z")
+        );
         assert_eq!(by("global-id").signed64, Signed64::NodesBelow(512));
         assert_eq!(by("nanots").signed64, Signed64::Until(2262));
         assert_eq!(by("nanots-host").signed64, Signed64::Until(2262));

@@ -41,6 +41,10 @@ pub enum Scheme {
     Snowflake,
     /// Sony's Sonyflake ([`snowflake`]).
     Sonyflake,
+    /// Discord's snowflake: 2015 epoch, the node is worker and process ids ([`snowflake`]).
+    Discord,
+    /// Instagram's sharded ids: 41-bit ms, 13-bit shard, 10-bit sequence ([`snowflake`]).
+    Instagram,
     /// Chronicle's unique nanosecond timestamps ([`nanots`]).
     NanoTs,
     /// ULID, the sequencer's counter in its randomness ([`ulid`]).
@@ -59,7 +63,7 @@ pub enum Scheme {
 
 impl Scheme {
     /// The preset schemes (every variant but `Custom`).
-    pub const PRESETS: [Scheme; 13] = [
+    pub const PRESETS: [Scheme; 15] = [
         Scheme::Uuid7,
         Scheme::UProtocol,
         Scheme::UProtocolV8,
@@ -67,6 +71,8 @@ impl Scheme {
         Scheme::GlobalId128,
         Scheme::Snowflake,
         Scheme::Sonyflake,
+        Scheme::Discord,
+        Scheme::Instagram,
         Scheme::NanoTs,
         Scheme::Ulid,
         Scheme::Tsid,
@@ -85,6 +91,8 @@ impl Scheme {
             Scheme::GlobalId128 => "global-id-128",
             Scheme::Snowflake => "snowflake",
             Scheme::Sonyflake => "sonyflake",
+            Scheme::Discord => "discord",
+            Scheme::Instagram => "instagram",
             Scheme::NanoTs => "nanots",
             Scheme::Ulid => "ulid",
             Scheme::Tsid => "tsid",
@@ -123,6 +131,8 @@ impl Scheme {
             Scheme::GlobalId128 => global_id::layout_128(),
             Scheme::Snowflake => snowflake::twitter(),
             Scheme::Sonyflake => snowflake::sonyflake(),
+            Scheme::Discord => snowflake::discord(),
+            Scheme::Instagram => snowflake::instagram(),
             Scheme::NanoTs => nanots::layout(),
             Scheme::Ulid => ulid::layout(),
             Scheme::Tsid => tsid::layout(),
@@ -295,6 +305,8 @@ impl Scheme {
             Scheme::GlobalId128 => "Elixir GlobalId, 128-bit, a million nodes",
             Scheme::Snowflake => "Twitter Snowflake, 1024 nodes",
             Scheme::Sonyflake => "Sonyflake, 10 ms ticks, 65536 machines",
+            Scheme::Discord => "Discord snowflake: ms since 2015, node = worker(5) << 5 | process(5), 12-bit increment",
+            Scheme::Instagram => "Instagram (Sharding & IDs at Instagram): ms since 2011-08-24, 8192 shards, 1024 ids per shard per ms",
             Scheme::NanoTs => "Chronicle unique nanosecond timestamps, low 5 bits a tag",
             Scheme::Ulid => "ULID (ulid/spec): 26 Crockford characters; 16-bit counter per ms atop 64 random bits",
             Scheme::Tsid => "TSID (tsid-creator): ms since 2020, 1024 nodes, 13 Crockford characters or a long",
