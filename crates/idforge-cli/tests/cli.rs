@@ -975,6 +975,39 @@ fn bench_measures_every_named_scheme_and_writes_json() {
     assert!(v[0]["clock_read_ns"].as_f64().unwrap() > 0.0, "{v}");
 }
 
+/// KSUIDs: 27 base62 characters, sorted, read back by `inspect` with and without the scheme;
+/// the reference README's example decodes to its timestamp and payload.
+#[test]
+fn gen_ksuid_and_inspect_read_it_back() {
+    let o = idforge(&["gen", "ksuid", "-n", "1000"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ids: Vec<String> = stdout(&o).lines().map(String::from).collect();
+    assert_eq!(ids.len(), 1000);
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "sorted as text");
+    assert!(ids.iter().all(|i| i.len() == 27));
+    let o = idforge(&["inspect", "--scheme", "ksuid", "--json", &ids[999]]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["scheme"], "ksuid");
+    assert!(v["counter"].is_u64(), "{v}");
+    let o = idforge(&["inspect", "--json", "0ujtsYcgvSTl8PAuAdqWYSMnLOv"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["timestamp"], 107_608_047);
+    assert_eq!(v["payload"], "B5A1CD34B5F99D1154FB6853345C9735");
+    assert_eq!(v["time"], "2017-10-10T04:00:47Z");
+    assert_eq!(
+        v["value"],
+        "36617121174329980561920228151092777577967556405"
+    );
+    let o = idforge(&["gen", "ksuid", "--format", "hex"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("27 base62"), "{}", stderr(&o));
+    let o = idforge(&["inspect", "aWgEPTl1tmebfsQzFP4bxwgy80W"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("largest KSUID"), "{}", stderr(&o));
+}
+
 #[test]
 fn gen_typeid_takes_a_prefix_and_inspect_reads_it_back() {
     let o = idforge(&["gen", "typeid", "--prefix", "user", "-n", "3"]);

@@ -1120,6 +1120,30 @@ fn a_parameter_given_twice_is_refused() {
 }
 
 #[test]
+fn ksuid_ids_are_served_as_text_and_as_20_bytes() {
+    let s = start(config(&["ksuid"]));
+    let ids = get(s.addr, "/v1/ids/ksuid?count=100", &[]).ids();
+    assert_eq!(ids.len(), 100);
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    for id in &ids {
+        let k: idforge::schemes::ksuid::Ksuid = id.parse().unwrap();
+        assert_eq!(k.to_string(), *id);
+    }
+    let r = get(
+        s.addr,
+        "/v1/ids/ksuid?count=3",
+        &[("Accept", "application/octet-stream")],
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body.len(), 60, "3 KSUIDs of 20 bytes");
+    let r = get(s.addr, "/v1/ids/ksuid?format=hex", &[]);
+    assert_eq!(r.status, 400);
+    let r = get(s.addr, &format!("/v1/inspect/{}", ids[0]), &[]);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["scheme"], "ksuid");
+}
+
+#[test]
 fn typeid_ids_take_their_prefix_from_the_query() {
     let s = start(config(&["typeid", "uuid7"]));
     let ids = get(s.addr, "/v1/ids/typeid?count=3&prefix=user", &[]).ids();

@@ -90,7 +90,10 @@ impl serde::Serialize for Decoded {
         let mut m = s.serialize_map(None)?;
         m.serialize_entry("id", &self.input)?;
         m.serialize_entry("scheme", &self.scheme)?;
-        m.serialize_entry("value", &self.value.to_string())?;
+        match &self.wide {
+            Some(b) => m.serialize_entry("value", &wide_decimal(b))?,
+            None => m.serialize_entry("value", &self.value.to_string())?,
+        }
         if let Some(ns) = self.unix_ns {
             m.serialize_entry("unix_ms", &Nanos(ns / 1_000_000))?;
             m.serialize_entry("unix_ns", &Nanos(ns))?;
@@ -178,6 +181,9 @@ pub struct Decoded {
     /// What kind of UUID it is, when its version says so without a time to read (random,
     /// name-based, nil, max, DCE security) or with one (time-based, v1 and v6).
     pub note: Option<String>,
+    /// For an id wider than 128 bits (a KSUID, 160), all its bytes; [`Decoded::value`] then
+    /// holds its low 128 bits (a KSUID's payload).
+    pub wide: Option<Vec<u8>>,
 }
 
 impl Decoded {
@@ -220,6 +226,12 @@ impl Decoded {
         }
         if let Some(t) = self.gregorian {
             out.push(("timestamp", Part::Int(u128::from(t))));
+        }
+        if let Some(b) = &self.wide {
+            // A KSUID: the reference's `Timestamp` (seconds since its epoch) and `Payload`.
+            let ts = b.iter().take(4).fold(0u128, |a, x| a << 8 | u128::from(*x));
+            out.push(("timestamp", Part::Int(ts)));
+            out.push(("payload", Part::Hex(hex_upper(&b[4..]))));
         }
         if let Some(c) = self.clock_seq {
             out.push(("clock_seq", Part::Int(u128::from(c))));
@@ -331,6 +343,13 @@ pub fn inspect(
     format: Option<Format>,
 ) -> Result<Decoded, Error> {
     let trimmed = input.trim();
+    if scheme == Some(&Scheme::Ksuid)
+        || (scheme.is_none()
+            && format.is_none()
+            && crate::schemes::ksuid::looks_like_ksuid(trimmed))
+    {
+        return inspect_ksuid(input, trimmed, format, scheme.is_some());
+    }
     let typeid_text = match format {
         Some(f) => f == Format::TypeId,
         None => looks_like_typeid(trimmed),
@@ -435,6 +454,7 @@ pub fn inspect(
         clock_seq: None,
         gregorian: None,
         note: None,
+        wide: None,
     })
 }
 
@@ -483,6 +503,84 @@ fn inspect_typeid(
     Ok(d)
 }
 
+/// KSUID text. With the scheme named, the payload's top 32 bits are read as idforge's counter
+/// and the other 96 as random bits; recognised by its shape alone, only the reference's parts
+/// (timestamp, payload) are shown: other libraries' KSUIDs are random there.
+fn inspect_ksuid(
+    input: &str,
+    trimmed: &str,
+    format: Option<Format>,
+    named: bool,
+) -> Result<Decoded, Error> {
+    use crate::schemes::ksuid::{self, Ksuid};
+    if let Some(f) = format {
+        return Err(Error::UnsupportedFormat {
+            format: f.to_string(),
+            scheme: "ksuid".into(),
+            reason: "a KSUID is read from its 27 base62 characters; give no format".into(),
+        });
+    }
+    let k: Ksuid = ksuid::parse(trimmed).map_err(|e| match e {
+        Error::MalformedId { reason, .. } => malformed(input, reason),
+        e => e,
+    })?;
+    let unix_ns = u128::from(k.unix_seconds()) * 1_000_000_000;
+    let payload = k.payload_u128();
+    Ok(Decoded {
+        input: trimmed.to_string(),
+        scheme: Scheme::Ksuid.name().into(),
+        value: payload,
+        bits: 128 + ksuid::TAIL_BITS,
+        unix_ns: Some(unix_ns),
+        time: Some(format_unix_ns(unix_ns as i128, 0)),
+        node: None,
+        counter: named.then_some(payload >> 96),
+        random: named.then_some(payload & ((1u128 << 96) - 1)),
+        version: None,
+        variant: None,
+        canonical: k.to_string(),
+        pid: None,
+        mac: None,
+        rand_a: None,
+        rand_b: None,
+        custom_a: None,
+        custom_b: None,
+        custom_c: None,
+        layouts: Vec::new(),
+        prefix: None,
+        clock_seq: None,
+        gregorian: None,
+        note: None,
+        wide: Some(k.as_bytes().to_vec()),
+    })
+}
+
+/// Bytes as uppercase hex (as the KSUID reference's `inspect` prints its payload).
+fn hex_upper(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02X}")).collect()
+}
+
+/// A big-endian number of any width in decimal.
+#[cfg(feature = "serde")]
+fn wide_decimal(b: &[u8]) -> String {
+    let mut n: Vec<u8> = b.to_vec();
+    let mut digits = Vec::new();
+    while n.iter().any(|x| *x != 0) {
+        let mut rem = 0u32;
+        for x in n.iter_mut() {
+            let acc = rem << 8 | u32::from(*x);
+            *x = (acc / 10) as u8;
+            rem = acc % 10;
+        }
+        digits.push(b'0' + rem as u8);
+    }
+    if digits.is_empty() {
+        digits.push(b'0');
+    }
+    digits.reverse();
+    String::from_utf8(digits).unwrap_or_default()
+}
+
 /// A UUID of any version, decoded only as far as its version and variant.
 fn other_uuid(trimmed: &str, value: u128) -> Decoded {
     Decoded {
@@ -510,6 +608,7 @@ fn other_uuid(trimmed: &str, value: u128) -> Decoded {
         clock_seq: None,
         gregorian: None,
         note: None,
+        wide: None,
     }
 }
 
@@ -666,6 +765,7 @@ fn inspect_v7(trimmed: &str, value: u128) -> Result<Decoded, Error> {
         clock_seq: None,
         gregorian: None,
         note: None,
+        wide: None,
     })
 }
 
@@ -705,6 +805,7 @@ fn inspect_v8(trimmed: &str, value: u128) -> Result<Decoded, Error> {
         clock_seq: None,
         gregorian: None,
         note: None,
+        wide: None,
     })
 }
 
@@ -815,6 +916,7 @@ pub fn inspect_nanots_host(input: &str, digits: u32) -> Result<Decoded, Error> {
         clock_seq: None,
         gregorian: None,
         note: None,
+        wide: None,
     })
 }
 
@@ -871,6 +973,7 @@ pub fn inspect_locality(input: &str, format: Option<Format>) -> Result<Decoded, 
         clock_seq: None,
         gregorian: None,
         note: None,
+        wide: None,
     })
 }
 

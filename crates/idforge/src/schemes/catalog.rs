@@ -26,7 +26,7 @@ pub enum Kind {
 const LOCALITY: &str = "locality";
 
 /// The names [`Kind::from_name`] accepts, in the order `idforge schemes` lists them.
-pub const NAMES: [&str; 19] = [
+pub const NAMES: [&str; 20] = [
     "uuid7",
     "uprotocol",
     "uprotocol-v8",
@@ -42,6 +42,7 @@ pub const NAMES: [&str; 19] = [
     "objectid",
     "xid",
     "typeid",
+    "ksuid",
     "uuid4",
     "nanots-host",
     "locality",
@@ -227,7 +228,13 @@ pub fn facts() -> Vec<Facts> {
                 Identity::Node { .. } => Some(l.node_count()),
                 _ => None,
             };
-            Facts::of_layout(s.name(), &l, nodes, s.summary())
+            let mut f = Facts::of_layout(s.name(), &l, nodes, s.summary());
+            if *s == Scheme::Ksuid {
+                // The sequencer's 128 bits and 32 random ones drawn with each id.
+                f.bits = 128 + super::ksuid::TAIL_BITS;
+                f.diagram = super::ksuid::DIAGRAM.into();
+            }
+            f
         })
         .collect();
     for digits in [2u32, 3] {
@@ -376,6 +383,10 @@ mod tests {
         assert_eq!(by("uuid7").signed64, Signed64::Wider);
         assert_eq!((by("uuid7").order, by("uuid4").order), ("time", "none"));
         assert_eq!(by("uuid4").end_year, NEVER);
+        let k = by("ksuid");
+        assert_eq!((k.bits, k.end_year, k.order), (160, 2150, "time"));
+        assert_eq!(k.epoch, "2014-05-13T16:53:20.000Z");
+        assert_eq!(k.signed64, Signed64::Wider);
         #[cfg(feature = "locality")]
         assert_eq!(by("locality").end_year, 10889);
     }

@@ -4,6 +4,7 @@
 
 pub mod catalog;
 pub mod global_id;
+pub mod ksuid;
 #[cfg(feature = "locality")]
 pub mod locality;
 pub mod nanots;
@@ -57,13 +58,15 @@ pub enum Scheme {
     Xid,
     /// TypeID: a prefix and a UUIDv7 of uuid7's layout in base32 ([`typeid`]).
     TypeId,
+    /// Segment's KSUID, 160 bits: the sequencer's 128 and 32 random ones ([`ksuid`]).
+    Ksuid,
     /// A user-defined layout ([`Layout::parse_spec`] or [`Layout::builder`]).
     Custom(Layout),
 }
 
 impl Scheme {
     /// The preset schemes (every variant but `Custom`).
-    pub const PRESETS: [Scheme; 15] = [
+    pub const PRESETS: [Scheme; 16] = [
         Scheme::Uuid7,
         Scheme::UProtocol,
         Scheme::UProtocolV8,
@@ -79,6 +82,7 @@ impl Scheme {
         Scheme::ObjectId,
         Scheme::Xid,
         Scheme::TypeId,
+        Scheme::Ksuid,
     ];
 
     /// The scheme's name on the command line.
@@ -99,6 +103,7 @@ impl Scheme {
             Scheme::ObjectId => "objectid",
             Scheme::Xid => "xid",
             Scheme::TypeId => "typeid",
+            Scheme::Ksuid => "ksuid",
             Scheme::Custom(_) => "custom",
         }
     }
@@ -139,6 +144,7 @@ impl Scheme {
             Scheme::ObjectId => objectid::layout(),
             Scheme::Xid => xid::layout(),
             Scheme::TypeId => typeid::layout(),
+            Scheme::Ksuid => ksuid::layout(),
             Scheme::Custom(l) => l.clone(),
         }
     }
@@ -200,9 +206,12 @@ impl Scheme {
         }
     }
 
-    /// The text format ids of this scheme are printed in by default.
+    /// The text format ids of this scheme are printed in by default. For `ksuid`, whose ids
+    /// are 160 bits written as KSUID text ([`ksuid::Ksuid`]), the format of the sequencer's
+    /// 128-bit value alone: hex.
     pub fn default_format(&self) -> Format {
         match self {
+            Scheme::Ksuid => Format::Hex,
             Scheme::Ulid => Format::Ulid,
             Scheme::Tsid => Format::Base32,
             Scheme::ObjectId => Format::Hex,
@@ -313,6 +322,7 @@ impl Scheme {
             Scheme::ObjectId => "MongoDB ObjectId: seconds, the node in its 5 process bytes, 24-bit counter; 24 hex characters",
             Scheme::Xid => "rs/xid: ObjectId's bytes, the node in machine id and pid; 20 base32hex characters",
             Scheme::TypeId => "TypeID (jetify typeid 0.3): prefix_ and uuid7's UUIDv7 in 26 lowercase base32 characters; the prefix is chosen per request",
+            Scheme::Ksuid => "KSUID (segmentio/ksuid): 20 bytes, seconds since 2014-05-13 and a 128-bit payload whose top 32 bits are the counter, 96 random; 27 base62 characters",
             Scheme::Custom(_) => "user-defined layout",
         }
     }
