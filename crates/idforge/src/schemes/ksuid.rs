@@ -48,7 +48,7 @@
 use std::sync::OnceLock;
 
 use crate::error::{malformed, Error};
-use crate::generator::{random_u128, Generator, RandomSource};
+use crate::generator::{random_u32, Generator, RandomSource};
 use crate::layout::{Field, Layout};
 use crate::schemes::Scheme;
 
@@ -125,7 +125,7 @@ impl Ksuid {
     /// # Ok::<(), idforge::Error>(())
     /// ```
     pub fn from_id(id: u128) -> Ksuid {
-        Ksuid::from_generated(id, random_u128(RandomSource::Secure) as u32)
+        Ksuid::from_generated(id, random_u32(RandomSource::Secure))
     }
 
     /// The 20 bytes.
