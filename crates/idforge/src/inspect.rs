@@ -11,6 +11,9 @@
 //! A version 8 UUID records only that its bits are the vendor's (RFC 9562, section 5.8):
 //! without a scheme it is shown as its raw `custom_a`, `custom_b` and `custom_c` fields, with
 //! no time, and [`Decoded::layouts`] names `uprotocol-v8` as the layout idforge knows for it.
+//! KSUID text (27 base62 characters, not all digits) is recognised by its shape and decoded as
+//! the KSUID reference shows it (timestamp, payload); with the scheme `ksuid` named, the
+//! payload's top 32 bits are read as idforge's counter ([`Decoded::wide`] holds its 20 bytes).
 //! Integer ids carry no marker of their scheme, so they need one named. Text that reads as two
 //! different values (digits only, as long as the hex or base32 text of the id's width) needs
 //! its format named ([`Error::AmbiguousId`]).
