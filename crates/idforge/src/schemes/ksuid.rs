@@ -162,38 +162,54 @@ impl Ksuid {
 
     /// The text: 27 base62 characters, on the stack.
     pub fn encode(&self) -> KsuidText {
-        // Five 32-bit words, most significant first; divided by 62^5 at a time (a constant the
-        // compiler turns into a multiplication), each remainder giving five digits.
+        // Five 32-bit words, most significant first, divided by 62^5 at a time (a constant the
+        // compiler turns into a multiplication: the remainder times 2^32 plus a word fits 64
+        // bits); each remainder gives five digits, two at a time from a table. Six rounds write
+        // 30 digits, of which a value below 2^160 < 62^27 leaves the first three `0`.
         const CHUNK: u64 = 62u64.pow(5);
         let mut w = [0u32; 5];
         for (i, c) in self.0.chunks_exact(4).enumerate() {
             w[i] = u32::from_be_bytes([c[0], c[1], c[2], c[3]]);
         }
-        let mut out = [b'0'; TEXT_LEN];
-        let mut at = TEXT_LEN;
+        let mut out = [b'0'; 30];
         let mut start = 0;
-        while start < 5 && at > 0 {
+        for round in 0..6 {
+            if start == 5 {
+                break;
+            }
             let mut rem = 0u64;
             for word in w.iter_mut().skip(start) {
                 let acc = rem << 32 | u64::from(*word);
                 *word = (acc / CHUNK) as u32;
                 rem = acc % CHUNK;
             }
-            for _ in 0..5 {
-                if at == 0 {
-                    break;
-                }
-                at -= 1;
-                out[at] = ALPHABET[(rem % 62) as usize];
-                rem /= 62;
-            }
+            let r = rem as u32;
+            let (lo, r) = (r % 3844, r / 3844);
+            let (mid, top) = (r % 3844, r / 3844);
+            let at = 30 - 5 * (round + 1);
+            out[at] = ALPHABET[top as usize];
+            out[at + 1..at + 3].copy_from_slice(&PAIRS[mid as usize]);
+            out[at + 3..at + 5].copy_from_slice(&PAIRS[lo as usize]);
             while start < 5 && w[start] == 0 {
                 start += 1;
             }
         }
-        KsuidText(out)
+        let mut text = [0u8; TEXT_LEN];
+        text.copy_from_slice(&out[30 - TEXT_LEN..]);
+        KsuidText(text)
     }
 }
+
+/// The two base62 digits of every number below 62^2.
+const PAIRS: [[u8; 2]; 3844] = {
+    let mut t = [[0u8; 2]; 3844];
+    let mut i = 0;
+    while i < 3844 {
+        t[i] = [ALPHABET[i / 62], ALPHABET[i % 62]];
+        i += 1;
+    }
+    t
+};
 
 /// KSUID text on the stack ([`Ksuid::encode`]).
 #[derive(Clone, Copy, PartialEq, Eq)]
