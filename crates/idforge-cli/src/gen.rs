@@ -30,7 +30,8 @@ pub struct GenArgs {
     /// Output format: dec, hex, base32, uuid, ulid, xid or typeid (default: the format's own text
     /// for ulid, tsid (base32), objectid (hex), xid and typeid, uuid for UUID schemes, dec
     /// otherwise); for
-    /// nanots and nanots-host also `time` (2021-12-28T14:07:02.954100128).
+    /// nanots and nanots-host also `time` (2021-12-28T14:07:02.954100128); ksuid ids are 160
+    /// bits, written only as KSUID text (27 base62 characters, format `ksuid`).
     #[arg(long, short = 'f')]
     format: Option<String>,
     /// typeid (or --format typeid): the TypeID prefix, e.g. `user` for user_01h455vb4pex5vsknk084sn02q;

@@ -20,7 +20,8 @@ pub struct InspectArgs {
     /// uprotocol and other libraries use its bits differently, so without --scheme uuid7 or
     /// --scheme uprotocol only its time and raw rand_a/rand_b bits are shown. TypeID text with a
     /// prefix (user_01h455vb4pex5vsknk084sn02q) is recognised by its shape; a bare TypeID suffix
-    /// needs --scheme typeid (or --format typeid).
+    /// needs --scheme typeid (or --format typeid). KSUID text (27 base62 characters, not all
+    /// digits) is recognised by its shape; --scheme ksuid also reads idforge's counter in it.
     #[arg(long, short = 's', value_parser = crate::names::SchemeName, hide_possible_values = true)]
     scheme: Option<String>,
     /// Layout of the custom scheme (see `idforge gen --help`).

@@ -3,6 +3,7 @@
 use std::io::{self, Write};
 use std::time::{Duration, Instant};
 
+use idforge::schemes::ksuid::Ksuid;
 use idforge::schemes::open::{Opened, TextFormat};
 use idforge::text;
 
@@ -28,6 +29,7 @@ pub fn write_ids(g: &Opened, count: u64, format: TextFormat, progress: bool) -> 
                 let r = match format {
                     TextFormat::Plain(f) => w.write_all(text::encode(id, bits, f).as_bytes()),
                     TextFormat::TypeId(p) => w.write_all(p.encode(id).as_bytes()),
+                    TextFormat::Ksuid => w.write_all(Ksuid::from_id(id).encode().as_bytes()),
                     TextFormat::Time => w.write_all(g.render(id, format).as_bytes()),
                 }
                 .and_then(|()| w.write_all(b"\n"));

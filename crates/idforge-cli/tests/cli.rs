@@ -84,6 +84,8 @@ fn every_format_round_trips_through_inspect() {
         ("global-id", Some("18"), "base32"),
         ("global-id-128", Some("999999"), "dec"),
         ("sonyflake", Some("65535"), "base32"),
+        ("discord", Some("1023"), "dec"),
+        ("instagram", Some("8191"), "dec"),
         ("uprotocol", None, "uuid"),
     ] {
         let mut args = vec!["gen", scheme, "-n", "3", "--format", format];
@@ -103,6 +105,40 @@ fn every_format_round_trips_through_inspect() {
             }
         }
     }
+}
+
+/// The named Snowflake presets read their published ids: Discord's API reference's snowflake
+/// (2016-04-30 11:18:25.796 UTC, worker 1, process 0: node 32, increment 7) and the example id
+/// of "Sharding & IDs at Instagram" (shard 1341, sequence 905, on 2011-09-09).
+#[test]
+fn discord_and_instagram_published_ids_inspect() {
+    for (scheme, id, time, node, counter) in [
+        (
+            "discord",
+            "175928847299117063",
+            "2016-04-30T11:18:25.796Z",
+            32,
+            7,
+        ),
+        (
+            "instagram",
+            "11637205501278089",
+            "2011-09-09T22:28:04.721Z",
+            1341,
+            905,
+        ),
+    ] {
+        let o = idforge(&["inspect", "--scheme", scheme, "--json", id]);
+        assert!(o.status.success(), "{scheme}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+        assert_eq!(v["time"], time, "{scheme}");
+        assert_eq!(v["node"], node, "{scheme}");
+        assert_eq!(v["counter"], counter, "{scheme}");
+    }
+    // A node outside the preset's field is refused with its range.
+    let o = idforge(&["gen", "instagram", "--node", "8192"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("8191"), "{}", stderr(&o));
 }
 
 #[test]
@@ -957,6 +993,39 @@ fn bench_measures_every_named_scheme_and_writes_json() {
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v[0]["clock"], "ticker");
     assert!(v[0]["clock_read_ns"].as_f64().unwrap() > 0.0, "{v}");
+}
+
+/// KSUIDs: 27 base62 characters, sorted, read back by `inspect` with and without the scheme;
+/// the reference README's example decodes to its timestamp and payload.
+#[test]
+fn gen_ksuid_and_inspect_read_it_back() {
+    let o = idforge(&["gen", "ksuid", "-n", "1000"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ids: Vec<String> = stdout(&o).lines().map(String::from).collect();
+    assert_eq!(ids.len(), 1000);
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "sorted as text");
+    assert!(ids.iter().all(|i| i.len() == 27));
+    let o = idforge(&["inspect", "--scheme", "ksuid", "--json", &ids[999]]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["scheme"], "ksuid");
+    assert!(v["counter"].is_u64(), "{v}");
+    let o = idforge(&["inspect", "--json", "0ujtsYcgvSTl8PAuAdqWYSMnLOv"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["timestamp"], 107_608_047);
+    assert_eq!(v["payload"], "B5A1CD34B5F99D1154FB6853345C9735");
+    assert_eq!(v["time"], "2017-10-10T04:00:47Z");
+    assert_eq!(
+        v["value"],
+        "36617121174329980561920228151092777577967556405"
+    );
+    let o = idforge(&["gen", "ksuid", "--format", "hex"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("27 base62"), "{}", stderr(&o));
+    let o = idforge(&["inspect", "aWgEPTl1tmebfsQzFP4bxwgy80W"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("largest KSUID"), "{}", stderr(&o));
 }
 
 #[test]

@@ -383,7 +383,7 @@ fn without_a_node_the_node_schemes_are_left_out_and_the_log_says_so_once() {
     assert!(e.error().contains("not served here"), "{}", e.error());
     std::thread::sleep(Duration::from_millis(100));
     let log = p.stderr.lock().unwrap().clone();
-    let note = "not serving global-id, global-id-128, snowflake, sonyflake, tsid, objectid, xid, nanots-host";
+    let note = "not serving global-id, global-id-128, snowflake, sonyflake, discord, instagram, tsid, objectid, xid, nanots-host";
     assert_eq!(log.matches(note).count(), 1, "{log}");
     assert!(log.contains("--node N / --host N"), "{log}");
     let listening = log.lines().find(|l| l.contains("listening on")).unwrap();

@@ -10,6 +10,7 @@ use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
+use idforge::schemes::ksuid::Ksuid;
 use idforge::schemes::open::TextFormat;
 use idforge::text::Format;
 
@@ -335,9 +336,11 @@ fn per_id(s: &Served, body: Body3, format: TextFormat) -> usize {
         TextFormat::Plain(Format::Base32) => idforge::text::base32_width(bits),
         TextFormat::Plain(Format::Dec) if bits <= 64 => 20,
         TextFormat::TypeId(p) => p.as_str().len() + 27,
+        TextFormat::Ksuid => 27,
         _ => 40,
     };
     match body {
+        Body3::Octets if format == TextFormat::Ksuid => 20,
         Body3::Json => width + 3,
         Body3::Text => width + 1,
         Body3::Octets if bits > 64 => 16,
@@ -384,6 +387,7 @@ impl Writer {
                 out.extend_from_slice(idforge::text::encode(id, bits, f).as_bytes())
             }
             TextFormat::TypeId(p) => out.extend_from_slice(p.encode(id).as_bytes()),
+            TextFormat::Ksuid => out.extend_from_slice(Ksuid::from_id(id).encode().as_bytes()),
             TextFormat::Time => out.extend_from_slice(s.gen.render(id, format).as_bytes()),
         };
         let first = &mut self.first;
@@ -400,6 +404,10 @@ impl Writer {
             Body3::Text => {
                 put(out, id);
                 out.push(b'\n');
+            }
+            // A KSUID's 20 bytes.
+            Body3::Octets if format == TextFormat::Ksuid => {
+                out.extend_from_slice(Ksuid::from_id(id).as_bytes())
             }
             Body3::Octets if bits > 64 => out.extend_from_slice(&id.to_be_bytes()),
             Body3::Octets => out.extend_from_slice(&(id as u64).to_be_bytes()),

@@ -136,8 +136,9 @@ impl PartialSchema for SchemeName {
 }
 impl ToSchema for SchemeName {}
 
-/// The text formats (`idforge gen --format`): the library's, and `time` for timestamp ids.
-pub(crate) const FORMATS: [&str; 8] = [
+/// The text formats (`idforge gen --format`): the library's, `time` for timestamp ids and
+/// `ksuid` for KSUIDs (160 bits: not a [`Format`] of the 128-bit values).
+pub(crate) const FORMATS: [&str; 9] = [
     format_name(Format::Dec),
     format_name(Format::Hex),
     format_name(Format::Base32),
@@ -146,6 +147,7 @@ pub(crate) const FORMATS: [&str; 8] = [
     format_name(Format::Xid),
     format_name(Format::TypeId),
     "time",
+    "ksuid",
 ];
 
 /// A format's name; the match makes a new format a compile error here, until it is listed.

@@ -149,11 +149,13 @@ fn batches_made_inline_and_on_the_blocking_pool_give_the_same_bodies() {
 }
 
 /// The schemes that need a node (or host) id.
-const NODE_SCHEMES: [&str; 8] = [
+const NODE_SCHEMES: [&str; 10] = [
     "global-id",
     "global-id-128",
     "snowflake",
     "sonyflake",
+    "discord",
+    "instagram",
     "tsid",
     "objectid",
     "xid",
@@ -272,6 +274,8 @@ fn a_node_per_scheme_from_the_config_file() {
             "global-id-128",
             "snowflake",
             "sonyflake",
+            "discord",
+            "instagram",
             "tsid",
             "objectid",
             "xid",
@@ -1133,6 +1137,30 @@ fn a_parameter_given_twice_is_refused() {
         r.error()
     );
     assert_eq!(get(s.addr, "/v1/ids/uuid7?count=5", &[]).ids().len(), 5);
+}
+
+#[test]
+fn ksuid_ids_are_served_as_text_and_as_20_bytes() {
+    let s = start(config(&["ksuid"]));
+    let ids = get(s.addr, "/v1/ids/ksuid?count=100", &[]).ids();
+    assert_eq!(ids.len(), 100);
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    for id in &ids {
+        let k: idforge::schemes::ksuid::Ksuid = id.parse().unwrap();
+        assert_eq!(k.to_string(), *id);
+    }
+    let r = get(
+        s.addr,
+        "/v1/ids/ksuid?count=3",
+        &[("Accept", "application/octet-stream")],
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body.len(), 60, "3 KSUIDs of 20 bytes");
+    let r = get(s.addr, "/v1/ids/ksuid?format=hex", &[]);
+    assert_eq!(r.status, 400);
+    let r = get(s.addr, &format!("/v1/inspect/{}", ids[0]), &[]);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["scheme"], "ksuid");
 }
 
 #[test]

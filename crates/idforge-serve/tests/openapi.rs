@@ -109,7 +109,9 @@ fn the_document_parses_back_and_every_ref_resolves() {
     );
     assert_eq!(
         params[2]["schema"]["enum"],
-        serde_json::json!(["dec", "hex", "base32", "uuid", "ulid", "xid", "typeid", "time"])
+        serde_json::json!([
+            "dec", "hex", "base32", "uuid", "ulid", "xid", "typeid", "time", "ksuid"
+        ])
     );
     // Every operation but /healthz takes the bearer token, when the service has tokens.
     assert_eq!(api["security"], serde_json::json!([{ "bearer": [] }, {}]));

@@ -94,9 +94,27 @@ fn random_u64(source: RandomSource) -> u64 {
     }
 }
 
+/// 128 random bits: both halves in one visit to the thread's generator (one thread-local
+/// access, one borrow and one fork check, not two).
 #[inline]
 pub(crate) fn random_u128(source: RandomSource) -> u128 {
-    ((random_u64(source) as u128) << 64) | random_u64(source) as u128
+    #[inline]
+    fn two<R: Rng>(r: &mut R) -> u128 {
+        ((r.next_u64() as u128) << 64) | r.next_u64() as u128
+    }
+    match source {
+        RandomSource::Secure => with_secure(two),
+        RandomSource::Fast => with_fast(two),
+    }
+}
+
+/// 32 random bits from the calling thread's generator of `source`.
+#[inline]
+pub(crate) fn random_u32(source: RandomSource) -> u32 {
+    match source {
+        RandomSource::Secure => with_secure(|r| r.next_u32()),
+        RandomSource::Fast => with_fast(|r| r.next_u32()),
+    }
 }
 
 /// A batch's own random generator, seeded once from the thread's.

@@ -11,6 +11,9 @@
 //! A version 8 UUID records only that its bits are the vendor's (RFC 9562, section 5.8):
 //! without a scheme it is shown as its raw `custom_a`, `custom_b` and `custom_c` fields, with
 //! no time, and [`Decoded::layouts`] names `uprotocol-v8` as the layout idforge knows for it.
+//! KSUID text (27 base62 characters, not all digits) is recognised by its shape and decoded as
+//! the KSUID reference shows it (timestamp, payload); with the scheme `ksuid` named, the
+//! payload's top 32 bits are read as idforge's counter ([`Decoded::wide`] holds its 20 bytes).
 //! Integer ids carry no marker of their scheme, so they need one named. Text that reads as two
 //! different values (digits only, as long as the hex or base32 text of the id's width) needs
 //! its format named ([`Error::AmbiguousId`]).
@@ -93,7 +96,10 @@ impl serde::Serialize for Decoded {
         let mut m = s.serialize_map(None)?;
         m.serialize_entry("id", &self.input)?;
         m.serialize_entry("scheme", &self.scheme)?;
-        m.serialize_entry("value", &self.value.to_string())?;
+        match &self.wide {
+            Some(b) => m.serialize_entry("value", &wide_decimal(b))?,
+            None => m.serialize_entry("value", &self.value.to_string())?,
+        }
         if let Some(ns) = self.unix_ns {
             m.serialize_entry("unix_ms", &Nanos(ns / 1_000_000))?;
             m.serialize_entry("unix_ns", &Nanos(ns))?;
@@ -181,6 +187,9 @@ pub struct Decoded {
     /// What kind of UUID it is, when its version says so without a time to read (random,
     /// name-based, nil, max, DCE security) or with one (time-based, v1 and v6).
     pub note: Option<String>,
+    /// For an id wider than 128 bits (a KSUID, 160), all its bytes; [`Decoded::value`] then
+    /// holds its low 128 bits (a KSUID's payload).
+    pub wide: Option<Vec<u8>>,
 }
 
 impl Decoded {
@@ -223,6 +232,12 @@ impl Decoded {
         }
         if let Some(t) = self.gregorian {
             out.push(("timestamp", Part::Int(u128::from(t))));
+        }
+        if let Some(b) = &self.wide {
+            // A KSUID: the reference's `Timestamp` (seconds since its epoch) and `Payload`.
+            let ts = b.iter().take(4).fold(0u128, |a, x| a << 8 | u128::from(*x));
+            out.push(("timestamp", Part::Int(ts)));
+            out.push(("payload", Part::Hex(hex_upper(&b[4..]))));
         }
         if let Some(c) = self.clock_seq {
             out.push(("clock_seq", Part::Int(u128::from(c))));
@@ -340,6 +355,13 @@ pub fn inspect(
     format: Option<Format>,
 ) -> Result<Decoded, Error> {
     let trimmed = input.trim();
+    if scheme == Some(&Scheme::Ksuid)
+        || (scheme.is_none()
+            && format.is_none()
+            && crate::schemes::ksuid::looks_like_ksuid(trimmed))
+    {
+        return inspect_ksuid(input, trimmed, format, scheme.is_some());
+    }
     let typeid_text = match format {
         Some(f) => f == Format::TypeId,
         None => looks_like_typeid(trimmed),
@@ -421,6 +443,7 @@ fn layout_decoded(
         clock_seq: None,
         gregorian: None,
         note: None,
+        wide: None,
     }
 }
 
@@ -683,6 +706,83 @@ fn inspect_typeid(
     Ok(d)
 }
 
+/// KSUID text. With the scheme named, the payload's top 32 bits are read as idforge's counter
+/// and the other 96 as random bits; recognised by its shape alone, only the reference's parts
+/// (timestamp, payload) are shown: other libraries' KSUIDs are random there.
+fn inspect_ksuid(
+    input: &str,
+    trimmed: &str,
+    format: Option<Format>,
+    named: bool,
+) -> Result<Decoded, Error> {
+    use crate::schemes::ksuid::{self, Ksuid};
+    if let Some(f) = format {
+        return Err(Error::UnsupportedFormat {
+            format: f.to_string(),
+            scheme: "ksuid".into(),
+            reason: "a KSUID is read from its 27 base62 characters; give no format".into(),
+        });
+    }
+    let k: Ksuid = ksuid::parse(trimmed).map_err(|e| match e {
+        Error::MalformedId { reason, .. } => malformed(input, reason),
+        e => e,
+    })?;
+    let unix_ns = u128::from(k.unix_seconds()) * 1_000_000_000;
+    let payload = k.payload_u128();
+    Ok(Decoded {
+        input: trimmed.to_string(),
+        scheme: Scheme::Ksuid.name().into(),
+        value: payload,
+        bits: 128 + ksuid::TAIL_BITS,
+        unix_ns: Some(unix_ns),
+        time: Some(format_unix_ns(unix_ns as i128, 0)),
+        node: None,
+        counter: named.then_some(payload >> 96),
+        random: named.then_some(payload & ((1u128 << 96) - 1)),
+        version: None,
+        variant: None,
+        canonical: k.to_string(),
+        pid: None,
+        mac: None,
+        rand_a: None,
+        rand_b: None,
+        custom_a: None,
+        custom_b: None,
+        custom_c: None,
+        layouts: Vec::new(),
+        prefix: None,
+        clock_seq: None,
+        gregorian: None,
+        note: None,
+        wide: Some(k.as_bytes().to_vec()),
+    })
+}
+
+/// Bytes as uppercase hex (as the KSUID reference's `inspect` prints its payload).
+fn hex_upper(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02X}")).collect()
+}
+
+/// A big-endian number of any width in decimal.
+pub(crate) fn wide_decimal(b: &[u8]) -> String {
+    let mut n: Vec<u8> = b.to_vec();
+    let mut digits = Vec::new();
+    while n.iter().any(|x| *x != 0) {
+        let mut rem = 0u32;
+        for x in n.iter_mut() {
+            let acc = rem << 8 | u32::from(*x);
+            *x = (acc / 10) as u8;
+            rem = acc % 10;
+        }
+        digits.push(b'0' + rem as u8);
+    }
+    if digits.is_empty() {
+        digits.push(b'0');
+    }
+    digits.reverse();
+    String::from_utf8(digits).unwrap_or_default()
+}
+
 /// A UUID of any version, decoded only as far as its version and variant.
 fn other_uuid(trimmed: &str, value: u128) -> Decoded {
     Decoded {
@@ -710,6 +810,7 @@ fn other_uuid(trimmed: &str, value: u128) -> Decoded {
         clock_seq: None,
         gregorian: None,
         note: None,
+        wide: None,
     }
 }
 
@@ -853,6 +954,7 @@ fn inspect_v7(trimmed: &str, value: u128) -> Result<Decoded, Error> {
         clock_seq: None,
         gregorian: None,
         note: None,
+        wide: None,
     })
 }
 
@@ -892,6 +994,7 @@ fn inspect_v8(trimmed: &str, value: u128) -> Result<Decoded, Error> {
         clock_seq: None,
         gregorian: None,
         note: None,
+        wide: None,
     })
 }
 
@@ -1002,6 +1105,7 @@ pub fn inspect_nanots_host(input: &str, digits: u32) -> Result<Decoded, Error> {
         clock_seq: None,
         gregorian: None,
         note: None,
+        wide: None,
     })
 }
 
@@ -1058,6 +1162,7 @@ pub fn inspect_locality(input: &str, format: Option<Format>) -> Result<Decoded, 
         clock_seq: None,
         gregorian: None,
         note: None,
+        wide: None,
     })
 }
 

@@ -1,4 +1,4 @@
-//! The id formats users already use (ULID, TSID, ObjectId, xid, TypeID) on idforge's sequencer:
+//! The id formats users already use (ULID, TSID, ObjectId, xid, TypeID, KSUID) on idforge's sequencer:
 //! conformance vectors produced by each format's reference implementation (`tests/vectors/`,
 //! each file names the package, version and script), property tests of the parsers, and the
 //! uniqueness of generated ids across threads and across processes sharing a state file, checked
@@ -244,6 +244,99 @@ proptest! {
         if let Ok(v) = idforge::schemes::objectid::parse(&s) {
             let back = text::encode(v, 96, Format::Hex);
             prop_assert_eq!(back.as_str(), s.to_lowercase());
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// KSUID
+
+#[test]
+fn ksuid_reference_vectors_decode_and_encode() {
+    use idforge::schemes::ksuid::Ksuid;
+    let v = vectors("ksuid");
+    let kind = Kind::from_name("ksuid", None).unwrap();
+    let valid = list(&v, "valid");
+    assert!(valid.len() > 300);
+    for case in valid {
+        let text = case["text"].as_str().unwrap();
+        let hex = case["hex"].as_str().unwrap();
+        let k: Ksuid = text.parse().unwrap_or_else(|e| panic!("{text}: {e}"));
+        let got: String = k.as_bytes().iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(got, hex, "{text}");
+        assert_eq!(k.to_string(), text);
+        assert_eq!(
+            u64::from(k.timestamp()),
+            case["timestamp"].as_u64().unwrap()
+        );
+        assert_eq!(k.unix_seconds(), case["unix_seconds"].as_u64().unwrap());
+        let payload: String = k.payload().iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(payload, case["payload"].as_str().unwrap());
+        // inspect: recognised by its shape (unless all digits), and with the scheme named.
+        let d = inspect_as(text, Some(&kind), None, None).unwrap();
+        assert_eq!(d.canonical, text);
+        assert_eq!(
+            d.unix_ns,
+            Some(u128::from(k.unix_seconds()) * 1_000_000_000)
+        );
+        assert_eq!(d.counter, Some(k.payload_u128() >> 96));
+        if !text.bytes().all(|c| c.is_ascii_digit()) {
+            let d = idforge::inspect(text, None, None).unwrap();
+            assert_eq!((d.scheme.as_str(), d.counter), ("ksuid", None));
+            assert_eq!(d.value, k.payload_u128());
+        }
+    }
+    for case in list(&v, "invalid") {
+        let text = case["text"].as_str().unwrap();
+        assert!(text.parse::<Ksuid>().is_err(), "accepted {text:?}");
+        assert!(
+            inspect_as(text, Some(&kind), None, None).is_err(),
+            "inspect accepted {text:?}"
+        );
+    }
+    assert_eq!(Ksuid::MAX.to_string(), v["max_text"].as_str().unwrap());
+}
+
+#[test]
+fn ksuid_generates_through_the_catalog_in_its_own_text_only() {
+    let kind = Kind::from_name("ksuid", None).unwrap();
+    let g = Opened::open(&kind, &OpenOptions::default()).unwrap();
+    assert!(g.text_format(Some("ksuid")).is_ok());
+    for other in ["hex", "dec", "uuid", "base32"] {
+        let e = g.text_format(Some(other)).unwrap_err().to_string();
+        assert!(e.contains("27 base62 characters"), "{other}: {e}");
+    }
+    // Two renderings of one sequencer value share the first 16 bytes, not the last 4.
+    let f = g.text_format(None).unwrap();
+    let id = g.next().unwrap();
+    let (a, b) = (g.render(id, f), g.render(id, f));
+    let (ka, kb): (
+        idforge::schemes::ksuid::Ksuid,
+        idforge::schemes::ksuid::Ksuid,
+    ) = (a.parse().unwrap(), b.parse().unwrap());
+    assert_eq!(ka.as_bytes()[..16], kb.as_bytes()[..16]);
+    assert_ne!(ka, kb, "the last 32 bits are drawn per id");
+}
+
+proptest! {
+    #[test]
+    fn ksuid_text_round_trips(b in any::<[u8; 20]>()) {
+        let k = idforge::schemes::ksuid::Ksuid(b);
+        let t = k.to_string();
+        prop_assert_eq!(t.len(), 27);
+        prop_assert_eq!(t.parse::<idforge::schemes::ksuid::Ksuid>().unwrap(), k);
+    }
+
+    #[test]
+    fn ksuid_text_sorts_like_the_bytes(a in any::<[u8; 20]>(), b in any::<[u8; 20]>()) {
+        let (ka, kb) = (idforge::schemes::ksuid::Ksuid(a), idforge::schemes::ksuid::Ksuid(b));
+        prop_assert_eq!(ka.cmp(&kb), ka.to_string().cmp(&kb.to_string()));
+    }
+
+    #[test]
+    fn ksuid_parser_never_panics_and_accepts_only_canonical_text(s in "[0-9a-zA-Z é_-]{0,29}") {
+        if let Ok(k) = idforge::schemes::ksuid::parse(&s) {
+            prop_assert_eq!(k.to_string(), s);
         }
     }
 }
@@ -692,6 +785,7 @@ fn formats() -> Vec<(Scheme, Option<u64>)> {
         (Scheme::ObjectId, Some(0x12_3456_789a)),
         (Scheme::Xid, Some(0xab_cdef_0123)),
         (Scheme::TypeId, None),
+        (Scheme::Ksuid, None),
     ]
 }
 
@@ -722,7 +816,13 @@ fn every_format_generates_through_the_catalog_renders_and_inspects() {
             .as_millis();
         for (id, t) in ids.iter().zip(&texts).step_by(97) {
             let d = inspect_as(t, Some(&kind), None, None).unwrap();
-            assert_eq!(d.value, *id, "{scheme} {t}");
+            if scheme == Scheme::Ksuid {
+                // 160 bits: the sequencer's 128, then 32 random ones.
+                assert_eq!(d.wide.as_deref().unwrap()[..16], id.to_be_bytes(), "{t}");
+                assert_eq!(d.bits, 160);
+            } else {
+                assert_eq!(d.value, *id, "{scheme} {t}");
+            }
             assert_eq!(&d.canonical, t);
             let ms = d.unix_ms().unwrap();
             assert!(ms <= now_ms && ms + 5_000 >= now_ms, "{scheme} {t}: {ms}");

@@ -100,7 +100,8 @@ impl Inspector {
             ));
         }
         let fast = match &kind {
-            Some(Kind::Layout(s)) if *s != Scheme::TypeId => {
+            // TypeID and KSUID text have decoders of their own.
+            Some(Kind::Layout(s)) if *s != Scheme::TypeId && *s != Scheme::Ksuid => {
                 let layout = s.layout();
                 let node_name = if layout.node.width() == 0 {
                     NodeName::None
@@ -218,7 +219,16 @@ impl Inspector {
 
     fn write_decoded(&mut self, d: &Decoded, json: bool, out: &mut Vec<u8>) {
         let mut e = Emit { out, json };
-        e.begin(&d.input, d.canonical.as_bytes(), &d.scheme, d.value);
+        match &d.wide {
+            // Wider than 128 bits (a KSUID): its value from all its bytes.
+            Some(b) => e.begin_wide(
+                &d.input,
+                d.canonical.as_bytes(),
+                &d.scheme,
+                &super::wide_decimal(b),
+            ),
+            None => e.begin(&d.input, d.canonical.as_bytes(), &d.scheme, d.value),
+        }
         e.when(d.unix_ns, d.time.as_deref().map(When::Text));
         for (k, v) in d.parts() {
             let p = match &v {
@@ -323,6 +333,20 @@ impl Emit<'_> {
             self.out.extend_from_slice(canonical);
             self.out.extend_from_slice(b"  scheme=");
             self.out.extend_from_slice(scheme.as_bytes());
+        }
+    }
+
+    /// As [`Emit::begin`], for an id whose value is given as decimal text.
+    fn begin_wide(&mut self, input: &str, canonical: &[u8], scheme: &str, value: &str) {
+        if self.json {
+            self.out.extend_from_slice(b"{\"id\":");
+            json_str(self.out, input);
+            self.out.extend_from_slice(b",\"scheme\":");
+            json_str(self.out, scheme);
+            self.out.extend_from_slice(b",\"value\":");
+            json_str(self.out, value);
+        } else {
+            self.begin(input, canonical, scheme, 0);
         }
     }
 

@@ -26,7 +26,7 @@ pub enum Kind {
 const LOCALITY: &str = "locality";
 
 /// The names [`Kind::from_name`] accepts, in the order `idforge schemes` lists them.
-pub const NAMES: [&str; 17] = [
+pub const NAMES: [&str; 20] = [
     "uuid7",
     "uprotocol",
     "uprotocol-v8",
@@ -34,12 +34,15 @@ pub const NAMES: [&str; 17] = [
     "global-id-128",
     "snowflake",
     "sonyflake",
+    "discord",
+    "instagram",
     "nanots",
     "ulid",
     "tsid",
     "objectid",
     "xid",
     "typeid",
+    "ksuid",
     "uuid4",
     "nanots-host",
     "locality",
@@ -245,7 +248,13 @@ pub fn facts() -> Vec<Facts> {
                 Identity::Node { .. } => Some(l.node_count()),
                 _ => None,
             };
-            Facts::of_layout(s.name(), &l, nodes, s.summary())
+            let mut f = Facts::of_layout(s.name(), &l, nodes, s.summary());
+            if *s == Scheme::Ksuid {
+                // The sequencer's 128 bits and 32 random ones drawn with each id.
+                f.bits = 128 + super::ksuid::TAIL_BITS;
+                f.diagram = super::ksuid::DIAGRAM.into();
+            }
+            f
         })
         .collect();
     for digits in [2u32, 3] {
@@ -382,12 +391,22 @@ mod tests {
         // What fits a signed 64-bit integer (PostgreSQL bigint, Java long).
         assert_eq!(by("snowflake").signed64, Signed64::Always);
         assert_eq!(by("sonyflake").signed64, Signed64::Always);
+        assert_eq!(by("discord").signed64, Signed64::Until(2084));
+        assert_eq!(by("instagram").signed64, Signed64::Until(2046));
+        assert_eq!(
+            (by("discord").epoch.as_str(), by("instagram").epoch.as_str()),
+            ("2015-01-01T00:00:00.000Z", "2011-08-24T21:07:01.721Z")
+        );
         assert_eq!(by("global-id").signed64, Signed64::NodesBelow(512));
         assert_eq!(by("nanots").signed64, Signed64::Until(2262));
         assert_eq!(by("nanots-host").signed64, Signed64::Until(2262));
         assert_eq!(by("uuid7").signed64, Signed64::Wider);
         assert_eq!((by("uuid7").order, by("uuid4").order), ("time", "none"));
         assert_eq!(by("uuid4").end_year, NEVER);
+        let k = by("ksuid");
+        assert_eq!((k.bits, k.end_year, k.order), (160, 2150, "time"));
+        assert_eq!(k.epoch, "2014-05-13T16:53:20.000Z");
+        assert_eq!(k.signed64, Signed64::Wider);
         #[cfg(feature = "locality")]
         assert_eq!(by("locality").end_year, 10889);
     }

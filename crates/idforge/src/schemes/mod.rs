@@ -4,6 +4,7 @@
 
 pub mod catalog;
 pub mod global_id;
+pub mod ksuid;
 #[cfg(feature = "locality")]
 pub mod locality;
 pub mod nanots;
@@ -41,6 +42,10 @@ pub enum Scheme {
     Snowflake,
     /// Sony's Sonyflake ([`snowflake`]).
     Sonyflake,
+    /// Discord's snowflake: 2015 epoch, the node is worker and process ids ([`snowflake`]).
+    Discord,
+    /// Instagram's sharded ids: 41-bit ms, 13-bit shard, 10-bit sequence ([`snowflake`]).
+    Instagram,
     /// Chronicle's unique nanosecond timestamps ([`nanots`]).
     NanoTs,
     /// ULID, the sequencer's counter in its randomness ([`ulid`]).
@@ -53,13 +58,15 @@ pub enum Scheme {
     Xid,
     /// TypeID: a prefix and a UUIDv7 of uuid7's layout in base32 ([`typeid`]).
     TypeId,
+    /// Segment's KSUID, 160 bits: the sequencer's 128 and 32 random ones ([`ksuid`]).
+    Ksuid,
     /// A user-defined layout ([`Layout::parse_spec`] or [`Layout::builder`]).
     Custom(Layout),
 }
 
 impl Scheme {
     /// The preset schemes (every variant but `Custom`).
-    pub const PRESETS: [Scheme; 13] = [
+    pub const PRESETS: [Scheme; 16] = [
         Scheme::Uuid7,
         Scheme::UProtocol,
         Scheme::UProtocolV8,
@@ -67,12 +74,15 @@ impl Scheme {
         Scheme::GlobalId128,
         Scheme::Snowflake,
         Scheme::Sonyflake,
+        Scheme::Discord,
+        Scheme::Instagram,
         Scheme::NanoTs,
         Scheme::Ulid,
         Scheme::Tsid,
         Scheme::ObjectId,
         Scheme::Xid,
         Scheme::TypeId,
+        Scheme::Ksuid,
     ];
 
     /// The scheme's name on the command line.
@@ -85,12 +95,15 @@ impl Scheme {
             Scheme::GlobalId128 => "global-id-128",
             Scheme::Snowflake => "snowflake",
             Scheme::Sonyflake => "sonyflake",
+            Scheme::Discord => "discord",
+            Scheme::Instagram => "instagram",
             Scheme::NanoTs => "nanots",
             Scheme::Ulid => "ulid",
             Scheme::Tsid => "tsid",
             Scheme::ObjectId => "objectid",
             Scheme::Xid => "xid",
             Scheme::TypeId => "typeid",
+            Scheme::Ksuid => "ksuid",
             Scheme::Custom(_) => "custom",
         }
     }
@@ -141,12 +154,15 @@ impl Scheme {
             Scheme::GlobalId128 => global_id::layout_128(),
             Scheme::Snowflake => snowflake::twitter(),
             Scheme::Sonyflake => snowflake::sonyflake(),
+            Scheme::Discord => snowflake::discord(),
+            Scheme::Instagram => snowflake::instagram(),
             Scheme::NanoTs => nanots::layout(),
             Scheme::Ulid => ulid::layout(),
             Scheme::Tsid => tsid::layout(),
             Scheme::ObjectId => objectid::layout(),
             Scheme::Xid => xid::layout(),
             Scheme::TypeId => typeid::layout(),
+            Scheme::Ksuid => ksuid::layout(),
             Scheme::Custom(l) => l.clone(),
         }
     }
@@ -208,9 +224,12 @@ impl Scheme {
         }
     }
 
-    /// The text format ids of this scheme are printed in by default.
+    /// The text format ids of this scheme are printed in by default. For `ksuid`, whose ids
+    /// are 160 bits written as KSUID text ([`ksuid::Ksuid`]), the format of the sequencer's
+    /// 128-bit value alone: hex.
     pub fn default_format(&self) -> Format {
         match self {
+            Scheme::Ksuid => Format::Hex,
             Scheme::Ulid => Format::Ulid,
             Scheme::Tsid => Format::Base32,
             Scheme::ObjectId => Format::Hex,
@@ -313,12 +332,15 @@ impl Scheme {
             Scheme::GlobalId128 => "Elixir GlobalId, 128-bit, a million nodes",
             Scheme::Snowflake => "Twitter Snowflake, 1024 nodes",
             Scheme::Sonyflake => "Sonyflake, 10 ms ticks, 65536 machines",
+            Scheme::Discord => "Discord snowflake: ms since 2015, node = worker(5) << 5 | process(5), 12-bit increment",
+            Scheme::Instagram => "Instagram (Sharding & IDs at Instagram): ms since 2011-08-24, 8192 shards, 1024 ids per shard per ms",
             Scheme::NanoTs => "Chronicle unique nanosecond timestamps, low 5 bits a tag",
             Scheme::Ulid => "ULID (ulid/spec): 26 Crockford characters; 16-bit counter per ms atop 64 random bits",
             Scheme::Tsid => "TSID (tsid-creator): ms since 2020, 1024 nodes, 13 Crockford characters or a long",
             Scheme::ObjectId => "MongoDB ObjectId: seconds, the node in its 5 process bytes, 24-bit counter; 24 hex characters",
             Scheme::Xid => "rs/xid: ObjectId's bytes, the node in machine id and pid; 20 base32hex characters",
             Scheme::TypeId => "TypeID (jetify typeid 0.3): prefix_ and uuid7's UUIDv7 in 26 lowercase base32 characters; the prefix is chosen per request",
+            Scheme::Ksuid => "KSUID (segmentio/ksuid): 20 bytes, seconds since 2014-05-13 and a 128-bit payload whose top 32 bits are the counter, 96 random; 27 base62 characters",
             Scheme::Custom(_) => "user-defined layout",
         }
     }

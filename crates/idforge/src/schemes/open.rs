@@ -257,6 +257,9 @@ pub enum TextFormat {
     TypeId(text::TypeIdPrefix),
     /// `2021-12-28T14:07:02.954100128` (nanots, nanots-host).
     Time,
+    /// KSUID text (the `ksuid` scheme): the sequencer's 128 bits and 32 random bits drawn as the
+    /// id is written ([`super::ksuid::Ksuid::from_id`]), in 27 base62 characters.
+    Ksuid,
 }
 
 impl Kind {
@@ -711,6 +714,17 @@ impl Opened {
 
     fn text_format_unprefixed(&self, requested: Option<&str>) -> Result<TextFormat, Error> {
         let timestamps = matches!(self.kind, Kind::NanoTsHost | Kind::Layout(Scheme::NanoTs));
+        if self.kind == Kind::Layout(Scheme::Ksuid) {
+            return match requested.map(|r| r.trim().to_ascii_lowercase()) {
+                None => Ok(TextFormat::Ksuid),
+                Some(t) if t == "ksuid" => Ok(TextFormat::Ksuid),
+                Some(t) => Err(Error::UnsupportedFormat {
+                    format: t,
+                    scheme: "ksuid".into(),
+                    reason: "a KSUID is 160 bits, written only as its 27 base62 characters (format `ksuid`)".into(),
+                }),
+            };
+        }
         let f = match requested.map(|r| r.trim().to_ascii_lowercase()) {
             None => match &self.kind {
                 Kind::Layout(s) => s.default_format(),
@@ -744,6 +758,7 @@ impl Opened {
         match format {
             TextFormat::Time => nanots::format(id as u64),
             TextFormat::TypeId(p) => p.encode(id).to_string(),
+            TextFormat::Ksuid => super::ksuid::Ksuid::from_id(id).to_string(),
             TextFormat::Plain(f) => text::encode(id, self.bits(), f).to_string(),
         }
     }
