@@ -183,11 +183,23 @@ const fn clamp_bits(bits: u32) -> u32 {
 }
 
 /// Characters of the fixed-width base32 text of a `bits`-wide id (widths are taken as 1 to 128).
+///
+/// ```
+/// use idforge::text::{base32_width, encode, Format};
+/// assert_eq!((base32_width(64), base32_width(96), base32_width(128)), (13, 20, 26));
+/// assert_eq!(encode(1, 64, Format::Base32).as_str().len(), base32_width(64));
+/// ```
 pub const fn base32_width(bits: u32) -> usize {
     clamp_bits(bits).div_ceil(5) as usize
 }
 
 /// Digits of the fixed-width hex text of a `bits`-wide id (widths are taken as 1 to 128).
+///
+/// ```
+/// use idforge::text::{encode, hex_width, Format};
+/// assert_eq!((hex_width(64), hex_width(96), hex_width(128)), (16, 24, 32));
+/// assert_eq!(encode(1, 96, Format::Hex).as_str(), "000000000000000000000001");
+/// ```
 pub const fn hex_width(bits: u32) -> usize {
     clamp_bits(bits).div_ceil(4) as usize
 }
