@@ -101,9 +101,11 @@ pub trait Clock: Send + Sync {
 ///
 /// ```
 /// use idforge::{Clock, WallClock};
-/// let (a, b) = (WallClock.now_ns(), WallClock.now_ns());
-/// assert!(a > 1_600_000_000_000_000_000);
-/// assert!(b + 1_000_000_000 > a); // a step back of a second between two reads is not expected here
+/// use std::time::{SystemTime, UNIX_EPOCH};
+/// let system = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64;
+/// let now = WallClock.now_ns();
+/// assert!(now > 1_600_000_000_000_000_000); // after September 2020
+/// assert!(now.abs_diff(system) < 1_000_000_000); // the same clock, read twice
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WallClock;

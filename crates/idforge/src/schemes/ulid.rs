@@ -116,9 +116,12 @@ impl Ulid {
     ///
     /// ```
     /// use idforge::schemes::ulid;
-    /// let before = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    /// use idforge::{Clock, WallClock};
+    /// let before = WallClock.now_ns() / 1_000_000;
     /// let id = ulid::ulid()?;
-    /// assert!(id.unix_ms() + 1_000 >= before); // the fast clock is within 50 µs of the system's
+    /// let after = WallClock.now_ns() / 1_000_000;
+    /// // The generator reads the fast clock, within 50 µs of the system's: allow 1 ms either side.
+    /// assert!(before <= id.unix_ms() + 1 && id.unix_ms() <= after + 1);
     /// # Ok::<(), idforge::Error>(())
     /// ```
     pub fn unix_ms(self) -> u64 {
