@@ -28,6 +28,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// ```
 pub trait Clock: Send + Sync {
     /// Nanoseconds since the Unix epoch. A clock set before 1970 reads as 0.
+    ///
+    /// ```
+    /// use idforge::{Clock, ManualClock};
+    /// assert_eq!(ManualClock::new(1_700_000_000_000_000_000).now_ns(), 1_700_000_000_000_000_000);
+    /// ```
     fn now_ns(&self) -> u64;
 
     /// A reading straight from the clock's source, which the sequencer takes before it refuses
@@ -35,6 +40,13 @@ pub trait Clock: Send + Sync {
     /// yet renewed after the system clock was stepped forward, a ticker not yet woken) must
     /// not make a process refuse ids that another process, reading the same system clock
     /// afresh, issues. The default is [`Clock::now_ns`].
+    ///
+    /// ```
+    /// use idforge::{Clock, SystemClock, WallClock};
+    /// let fast = SystemClock::fast();
+    /// let precise = fast.now_precise_ns(); // a CLOCK_REALTIME reading, whatever the clock
+    /// assert!(precise <= WallClock.now_ns());
+    /// ```
     fn now_precise_ns(&self) -> u64 {
         self.now_ns()
     }
@@ -52,6 +64,12 @@ pub trait Clock: Send + Sync {
     /// system clocks (fast, precise, [`WallClock`], the ticker) declare
     /// [`SystemClock::MAX_ERROR`]; 0, the default, is for a clock that is the only one on its
     /// stamp and never goes back by itself (a manual clock).
+    ///
+    /// ```
+    /// use idforge::{Clock, ManualClock, SystemClock, WallClock};
+    /// assert_eq!(ManualClock::new(0).max_error_ns(), 0);
+    /// assert_eq!(WallClock.max_error_ns(), SystemClock::MAX_ERROR.as_nanos() as u64);
+    /// ```
     fn max_error_ns(&self) -> u64 {
         0
     }
@@ -60,6 +78,13 @@ pub trait Clock: Send + Sync {
     ///
     /// `ns` is how far the clock is from the tick waited for. The wall clock sleeps (or yields
     /// for short waits); the manual clock only yields, because its time moves when a test moves it.
+    ///
+    /// ```
+    /// use idforge::{Clock, ManualClock};
+    /// let clock = ManualClock::new(5);
+    /// clock.pause(1_000_000); // a manual clock only yields: its time moves when it is moved
+    /// assert_eq!(clock.now_ns(), 5);
+    /// ```
     fn pause(&self, ns: u64) {
         if ns >= 200_000 {
             // Sleep a little less than needed: oversleeping costs throughput, waking early a loop.
@@ -73,6 +98,15 @@ pub trait Clock: Send + Sync {
 /// The system's real-time clock (`SystemTime`, `CLOCK_REALTIME` on Linux).
 ///
 /// It may step backwards (NTP corrections, a manual change): the sequencer handles that.
+///
+/// ```
+/// use idforge::{Clock, WallClock};
+/// use std::time::{SystemTime, UNIX_EPOCH};
+/// let system = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64;
+/// let now = WallClock.now_ns();
+/// assert!(now > 1_600_000_000_000_000_000); // after September 2020
+/// assert!(now.abs_diff(system) < 1_000_000_000); // the same clock, read twice
+/// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WallClock;
 
@@ -140,6 +174,12 @@ impl SystemClock {
     pub const MAX_ERROR: Duration = Duration::from_micros(50);
 
     /// The counter-based reading (precise when the crate is built without `fast-clock`).
+    ///
+    /// ```
+    /// use idforge::SystemClock;
+    /// assert_eq!(SystemClock::fast().is_precise(), !cfg!(feature = "fast-clock"));
+    /// assert_eq!(SystemClock::default(), SystemClock::fast());
+    /// ```
     pub const fn fast() -> SystemClock {
         SystemClock {
             precise: !cfg!(feature = "fast-clock"),
@@ -147,11 +187,24 @@ impl SystemClock {
     }
 
     /// Every reading is a `clock_gettime(CLOCK_REALTIME)`, like [`WallClock`].
+    ///
+    /// ```
+    /// use idforge::{Clock, SystemClock, WallClock};
+    /// let c = SystemClock::precise();
+    /// assert!(c.is_precise());
+    /// assert!(c.now_ns() <= WallClock.now_ns());
+    /// ```
     pub const fn precise() -> SystemClock {
         SystemClock { precise: true }
     }
 
     /// The fast reading when `tick_ns` is at least [`SystemClock::MAX_ERROR`], else the precise one.
+    ///
+    /// ```
+    /// use idforge::SystemClock;
+    /// assert!(SystemClock::for_tick(32).is_precise()); // nanots' 32 ns tick
+    /// assert_eq!(SystemClock::for_tick(1_000_000), SystemClock::fast()); // a millisecond tick
+    /// ```
     pub const fn for_tick(tick_ns: u64) -> SystemClock {
         if tick_ns >= SystemClock::MAX_ERROR.as_nanos() as u64 {
             SystemClock::fast()
@@ -161,6 +214,11 @@ impl SystemClock {
     }
 
     /// Whether every reading is a `CLOCK_REALTIME` call.
+    ///
+    /// ```
+    /// use idforge::SystemClock;
+    /// assert!(SystemClock::precise().is_precise());
+    /// ```
     pub const fn is_precise(&self) -> bool {
         self.precise
     }
@@ -482,6 +540,12 @@ struct ManualState {
 
 impl ManualClock {
     /// A frozen clock reading `ns` nanoseconds since the Unix epoch.
+    ///
+    /// ```
+    /// use idforge::{Clock, ManualClock};
+    /// let clock = ManualClock::new(42);
+    /// assert_eq!((clock.now_ns(), clock.now_ns()), (42, 42)); // frozen
+    /// ```
     pub fn new(ns: u64) -> Self {
         let clock = Self::default();
         clock.set(ns);
@@ -489,16 +553,37 @@ impl ManualClock {
     }
 
     /// A frozen clock at the current wall-clock time.
+    ///
+    /// ```
+    /// use idforge::{Clock, ManualClock, WallClock};
+    /// let before = WallClock.now_ns();
+    /// let clock = ManualClock::at_wall_time();
+    /// assert!(clock.now_ns() >= before && clock.now_ns() <= WallClock.now_ns());
+    /// ```
     pub fn at_wall_time() -> Self {
         Self::new(WallClock.now_ns())
     }
 
     /// Sets the time, forwards or backwards.
+    ///
+    /// ```
+    /// use idforge::{Clock, ManualClock};
+    /// let clock = ManualClock::new(1_000);
+    /// clock.set(10);
+    /// assert_eq!(clock.now_ns(), 10);
+    /// ```
     pub fn set(&self, ns: u64) {
         self.inner.now.store(ns, Ordering::SeqCst);
     }
 
     /// Moves the time forward by `ns` (saturating).
+    ///
+    /// ```
+    /// use idforge::{Clock, ManualClock};
+    /// let clock = ManualClock::new(u64::MAX - 1);
+    /// clock.advance(5);
+    /// assert_eq!(clock.now_ns(), u64::MAX); // saturates
+    /// ```
     pub fn advance(&self, ns: u64) {
         // fetch_update never fails with a closure that always returns Some.
         let _ = self
@@ -510,6 +595,13 @@ impl ManualClock {
     }
 
     /// Moves the time back by `ns` (saturating at the epoch).
+    ///
+    /// ```
+    /// use idforge::{Clock, ManualClock};
+    /// let clock = ManualClock::new(3_000);
+    /// clock.step_back(1_000);
+    /// assert_eq!(clock.now_ns(), 2_000);
+    /// ```
     pub fn step_back(&self, ns: u64) {
         let _ = self
             .inner
@@ -520,11 +612,27 @@ impl ManualClock {
     }
 
     /// Makes every read advance the clock by `step_ns` after returning the current time.
+    ///
+    /// ```
+    /// use idforge::{Clock, ManualClock};
+    /// let clock = ManualClock::new(100);
+    /// clock.auto_advance(10);
+    /// assert_eq!([clock.now_ns(), clock.now_ns(), clock.now_ns()], [100, 110, 120]);
+    /// ```
     pub fn auto_advance(&self, step_ns: u64) {
         self.inner.step.store(step_ns, Ordering::SeqCst);
     }
 
     /// Stops automatic advancing: the clock stands still until set or advanced.
+    ///
+    /// ```
+    /// use idforge::{Clock, ManualClock};
+    /// let clock = ManualClock::new(100);
+    /// clock.auto_advance(10);
+    /// clock.now_ns();
+    /// clock.freeze();
+    /// assert_eq!([clock.now_ns(), clock.now_ns()], [110, 110]);
+    /// ```
     pub fn freeze(&self) {
         self.auto_advance(0);
     }

@@ -3,6 +3,17 @@
 use std::time::Duration;
 
 /// Everything that can go wrong in idforge. Each variant's message names the bad value and the fix.
+///
+/// ```
+/// use idforge::{Error, Layout, Scheme};
+/// // Each failing call names the bad value and the fix.
+/// let e = Layout::parse_spec("node:10,counter:12").unwrap_err();
+/// assert!(matches!(e, Error::InvalidLayoutSpec { .. }));
+/// assert!(e.to_string().contains("a layout needs a time field"));
+/// let e = idforge::Generator::new(&Scheme::Snowflake, Some(5_000)).unwrap_err();
+/// assert!(matches!(e, Error::NodeOutOfRange { node: 5_000, max: 1023, .. }));
+/// assert!(e.to_string().contains("use a node id from 0 to 1023"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -249,6 +260,24 @@ pub(crate) fn malformed(input: &str, reason: impl Into<String>) -> Error {
 }
 
 /// What can go wrong with a state file. Each message names the file and says what to do.
+///
+/// ```
+/// use idforge::{Error, Generator, Scheme, StateFileError, StateOptions, WallClock};
+/// static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+/// let dir = std::env::temp_dir().join(format!(
+///     "idforge-doc-statefileerror-{}-{}", std::process::id(),
+///     N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// // A file that idforge did not write is never overwritten.
+/// let path = dir.join("notes.txt");
+/// std::fs::write(&path, vec![b'x'; 8192]).unwrap();
+/// let s = Scheme::Uuid7;
+/// let e = Generator::host_wide(&s, None, WallClock, s.default_policy(), &StateOptions::new(&path)).unwrap_err();
+/// assert!(matches!(e, Error::StateFile(StateFileError::Foreign { .. })));
+/// assert!(e.to_string().contains("not an idforge state file"));
+/// assert_eq!(std::fs::read(&path).unwrap(), vec![b'x'; 8192]);
+/// # std::fs::remove_dir_all(&dir).ok();
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum StateFileError {

@@ -19,6 +19,15 @@ use crate::shm::ProcessStamp;
 use crate::shm::{fingerprint, fresh_stamp, HostStamp, StateOptions};
 
 /// Where the random bits of ids (`uuid7`'s and `uprotocol`'s) come from.
+///
+/// ```
+/// use idforge::{Generator, RandomSource, Scheme};
+/// let g = Generator::new(&Scheme::Uuid7, None)?;
+/// assert_eq!(g.random_source(), RandomSource::Secure); // the default
+/// let fast = Generator::new(&Scheme::Uuid7, None)?.with_random(RandomSource::Fast);
+/// assert!(fast.next()? < fast.next()?); // order and uniqueness come from the stamp either way
+/// # Ok::<(), idforge::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RandomSource {
     /// A cryptographically secure generator (ChaCha12, `rand`'s `StdRng`) per thread, seeded from
@@ -143,23 +152,83 @@ impl BatchRng {
 /// What a generator needs to know of a scheme: its name, layout, default policy and node rules.
 /// [`crate::Scheme`] implements it; the generator (and everything below it) does not know the
 /// schemes, so a new layout never touches the sequencer or the generator.
+///
+/// ```
+/// use idforge::generator::SchemeSpec;
+/// use idforge::{Error, Field, Generator, Layout, Policy};
+/// // A scheme of one's own: 48 bits of milliseconds, a 16-bit counter, no node.
+/// struct Tickets;
+/// impl SchemeSpec for Tickets {
+///     fn name(&self) -> &str { "tickets" }
+///     fn layout(&self) -> Layout {
+///         Layout::builder("tickets", 64).time(Field::at(16, 48)).counter(Field::at(0, 16)).build().unwrap()
+///     }
+///     fn default_policy(&self) -> Policy { Policy::DEFAULT }
+///     fn resolve_node(&self, node: Option<u64>) -> Result<u64, Error> {
+///         match node {
+///             None => Ok(0),
+///             Some(_) => Err(Error::NotApplicable { scheme: "tickets".into(), setting: "a node id".into(), why: "it has no node field".into() }),
+///         }
+///     }
+/// }
+/// let g = Generator::new(&Tickets, None)?;
+/// assert!(g.next()? < g.next()?);
+/// assert!(Generator::new(&Tickets, Some(1)).is_err());
+/// # Ok::<(), idforge::Error>(())
+/// ```
 pub trait SchemeSpec {
     /// The name, for messages and state files.
+    ///
+    /// ```
+    /// use idforge::generator::SchemeSpec;
+    /// assert_eq!(SchemeSpec::name(&idforge::Scheme::GlobalId), "global-id");
+    /// ```
     fn name(&self) -> &str;
     /// The layout.
+    ///
+    /// ```
+    /// use idforge::generator::SchemeSpec;
+    /// assert_eq!(SchemeSpec::layout(&idforge::Scheme::Snowflake).bits, 64);
+    /// ```
     fn layout(&self) -> Layout;
     /// The policy a generator uses unless told otherwise.
+    ///
+    /// ```
+    /// use idforge::generator::SchemeSpec;
+    /// assert_eq!(SchemeSpec::default_policy(&idforge::Scheme::Snowflake), idforge::Policy::DEFAULT);
+    /// ```
     fn default_policy(&self) -> Policy;
     /// Checks a caller's node id (required, refused, or in range) and returns the node to write.
     ///
     /// # Errors
     /// When the node is missing, out of range, or not allowed.
+    ///
+    /// ```
+    /// use idforge::generator::SchemeSpec;
+    /// use idforge::{Error, Scheme};
+    /// assert_eq!(Scheme::Snowflake.resolve_node(Some(7))?, 7);
+    /// assert!(matches!(Scheme::Snowflake.resolve_node(None), Err(Error::NodeRequired { .. })));
+    /// assert!(matches!(Scheme::Snowflake.resolve_node(Some(1024)), Err(Error::NodeOutOfRange { .. })));
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     fn resolve_node(&self, node: Option<u64>) -> Result<u64, Error>;
     /// The node a host-wide state file is bound to (default: the node).
+    ///
+    /// ```
+    /// use idforge::generator::SchemeSpec;
+    /// assert_eq!(idforge::Scheme::Snowflake.state_node(7), 7); // one state file per node
+    /// ```
     fn state_node(&self, node: u64) -> u64 {
         node
     }
     /// The family of the scheme's ids (default: by the layout's width).
+    ///
+    /// ```
+    /// use idforge::generator::SchemeSpec;
+    /// use idforge::{IdFamily, Scheme};
+    /// assert_eq!(SchemeSpec::family(&Scheme::Snowflake), IdFamily::Id64);
+    /// assert_eq!(SchemeSpec::family(&Scheme::Uuid7), IdFamily::Uuid);
+    /// ```
     fn family(&self) -> IdFamily {
         if self.layout().bits <= 64 {
             IdFamily::Id64
@@ -678,6 +747,16 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
 
     /// The same generator with its stamp cell wrapped by `f` (for instance into
     /// [`AnyCell`](crate::schemes::open::AnyCell)); the stamp stays where it is.
+    ///
+    /// ```
+    /// use idforge::schemes::open::AnyCell;
+    /// use idforge::{Generator, Scheme};
+    /// let g = Generator::new(&Scheme::Uuid7, None)?;
+    /// let first = g.next()?;
+    /// let g = g.map_cell(AnyCell::Process); // the same stamp, in the enum of cells
+    /// assert!(g.next()? > first);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn map_cell<T: StampCell>(self, f: impl FnOnce(S) -> T) -> Generator<C, T> {
         Generator {
             seq: self.seq.map_cell(f),
@@ -709,6 +788,12 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
     }
 
     /// Where random bits come from.
+    ///
+    /// ```
+    /// use idforge::{Generator, RandomSource, Scheme};
+    /// assert_eq!(Generator::new(&Scheme::Ulid, None)?.random_source(), RandomSource::Secure);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn random_source(&self) -> RandomSource {
         self.source
     }
@@ -902,7 +987,7 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
         // A batch draws its random bits from its own generator, seeded once from the thread's:
         // no thread-local access per id.
         Ok(Batch {
-            gen: self,
+            generator: self,
             stamps,
             rng: self.batch_rng(),
             buf: [0; BATCH_BUF],
@@ -1023,6 +1108,14 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
 
     /// Encodes a stamp issued by this generator's sequencer into an id, drawing random bits
     /// from the calling thread's generator.
+    ///
+    /// ```
+    /// use idforge::{Generator, ManualClock, Scheme};
+    /// let g = Generator::with_clock(&Scheme::Snowflake, Some(3), ManualClock::at_wall_time(), Scheme::Snowflake.default_policy())?;
+    /// // Stamp = ticks << 12 | counter; the generator adds the node.
+    /// assert_eq!(g.encode((100 << 12) | 5), (100 << 22) | (3 << 12) | 5);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     #[inline]
     pub fn encode(&self, stamp: u64) -> u128 {
         self.encode_with(stamp, self.random_bits())
@@ -1113,16 +1206,37 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
     }
 
     /// The scheme's name.
+    ///
+    /// ```
+    /// use idforge::{Generator, Scheme};
+    /// assert_eq!(Generator::new(&Scheme::Snowflake, Some(1))?.scheme_name(), "snowflake");
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn scheme_name(&self) -> &str {
         &self.name
     }
 
     /// The layout.
+    ///
+    /// ```
+    /// use idforge::{Generator, Scheme};
+    /// let g = Generator::new(&Scheme::Snowflake, Some(1))?;
+    /// assert_eq!(g.layout().decode(g.next()?).node, 1);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn layout(&self) -> &Layout {
         &self.layout
     }
 
     /// The sequencer (for [`Sequencer::lead`] and the clock).
+    ///
+    /// ```
+    /// use idforge::{Generator, Scheme};
+    /// let g = Generator::new(&Scheme::Snowflake, Some(1))?;
+    /// let id = g.next()?;
+    /// assert_eq!(g.sequencer().last_stamp(), g.layout().decode(id).ticks as u64 * 4096 + g.layout().decode(id).counter as u64);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn sequencer(&self) -> &Sequencer<C, S> {
         &self.seq
     }
@@ -1141,8 +1255,18 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
 }
 
 /// Ids reserved by [`Generator::reserve`]; encoding happens as the batch is iterated.
+///
+/// ```
+/// use idforge::{Generator, Scheme};
+/// let g = Generator::new(&Scheme::Uuid7, None)?;
+/// let batch = g.reserve(100)?; // one compare-and-swap for all 100
+/// assert_eq!(batch.len(), 100);
+/// let ids: Vec<u128> = batch.collect();
+/// assert!(ids.windows(2).all(|w| w[0] < w[1]));
+/// # Ok::<(), idforge::Error>(())
+/// ```
 pub struct Batch<'a, C: Clock, S: StampCell> {
-    gen: &'a Generator<C, S>,
+    generator: &'a Generator<C, S>,
     /// Stamps not yet encoded.
     stamps: StampRange,
     rng: Option<BatchRng>,
@@ -1167,8 +1291,8 @@ impl<C: Clock, S: StampCell> Batch<'_, C, S> {
         let remaining = self.stamps.len + (self.len - self.pos) as u64;
         self.pos = 0;
         self.len = 0;
-        self.rng = self.gen.batch_rng();
-        self.stamps = match self.gen.seq.reserve(remaining) {
+        self.rng = self.generator.batch_rng();
+        self.stamps = match self.generator.seq.reserve(remaining) {
             Ok(r) => r,
             Err(_) => StampRange { start: 0, len: 0 },
         };
@@ -1188,7 +1312,7 @@ impl<C: Clock, S: StampCell> Iterator for Batch<'_, C, S> {
             if k == 0 {
                 return None;
             }
-            self.gen
+            self.generator
                 .encode_run(self.stamps.start, &mut self.buf[..k], self.rng.as_mut());
             self.stamps.start = self.stamps.start.wrapping_add(k as u64);
             self.stamps.len -= k as u64;

@@ -50,6 +50,15 @@ impl serde::Serialize for Nanos {
 }
 
 /// One of an id's parts ([`Decoded::parts`]).
+///
+/// ```
+/// use idforge::inspect::Part;
+/// assert_eq!(Part::Int(378).to_string(), "378");
+/// assert_eq!(Part::Version(11).to_string(), "b"); // hex, as a UUID's text writes it
+/// let d = idforge::inspect("017F22E2-79B0-7CC3-98C4-DC0C0C07398F", None, None)?;
+/// assert!(d.parts().contains(&("version", Part::Version(7))));
+/// # Ok::<(), idforge::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Part {
     /// A number (a node, a counter, a process id). In JSON: a number up to 2^53, a string above
@@ -124,6 +133,15 @@ impl serde::Serialize for Decoded {
 }
 
 /// An id taken apart.
+///
+/// ```
+/// use idforge::Scheme;
+/// let d = idforge::inspect("1541815603606036480", Some(&Scheme::Snowflake), None)?;
+/// assert_eq!(d.scheme, "snowflake");
+/// assert_eq!((d.node, d.counter), (Some(378), Some(0)));
+/// assert_eq!(d.unix_ms(), Some(1_656_432_460_105));
+/// # Ok::<(), idforge::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decoded {
     /// The id as given, trimmed.
@@ -194,6 +212,14 @@ pub struct Decoded {
 
 impl Decoded {
     /// The id's time in whole milliseconds since the Unix epoch, where the id records one.
+    ///
+    /// ```
+    /// let d = idforge::inspect("017F22E2-79B0-7CC3-98C4-DC0C0C07398F", None, None)?;
+    /// assert_eq!(d.unix_ms(), Some(1_645_557_742_000));
+    /// let v4 = idforge::inspect("9c5b94b1-35ad-49bb-b118-8e8fc24abf80", None, None)?;
+    /// assert_eq!(v4.unix_ms(), None); // random: no time
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn unix_ms(&self) -> Option<u128> {
         self.unix_ns.map(|ns| ns / 1_000_000)
     }
@@ -664,6 +690,12 @@ impl crate::ids::Id128 {
 /// Whether text has the shape of TypeID text with a prefix: a `_` and 26 characters after the
 /// last one. (A bare suffix is read as TypeID text only with the scheme or the format named:
 /// it has the shape of a lowercase ULID.)
+///
+/// ```
+/// use idforge::inspect::looks_like_typeid;
+/// assert!(looks_like_typeid("user_01h455vb4pex5vsknk084sn02q"));
+/// assert!(!looks_like_typeid("01h455vb4pex5vsknk084sn02q")); // a bare suffix reads as a ULID
+/// ```
 pub fn looks_like_typeid(t: &str) -> bool {
     t.rfind('_').is_some_and(|at| t.len() - at - 1 == 26) && !text::looks_like_uuid(t)
 }

@@ -12,6 +12,14 @@ use crate::sequencer::Timebase;
 use crate::time::{format_unix_ns, parse_rfc3339, year_of_unix_ns};
 
 /// A run of bits in an id: `width` bits starting `shift` bits above the least significant bit.
+///
+/// ```
+/// use idforge::layout::Segment;
+/// // The 12-bit counter of a Snowflake id: bits 0..12.
+/// let s = Segment::new(0, 12);
+/// assert_eq!((s.shift, s.width), (0, 12));
+/// assert_eq!(Segment::default().width, 0); // absent
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Segment {
     /// Position of the run's least significant bit.
@@ -22,6 +30,12 @@ pub struct Segment {
 
 impl Segment {
     /// A run of `width` bits at `shift`.
+    ///
+    /// ```
+    /// use idforge::layout::Segment;
+    /// let s = Segment::new(22, 41);
+    /// assert_eq!(s.shift + s.width, 63);
+    /// ```
     pub const fn new(shift: u32, width: u32) -> Self {
         Segment { shift, width }
     }
@@ -36,6 +50,14 @@ impl Segment {
 }
 
 /// A logical field: up to two runs of bits, the value's high part in `hi`.
+///
+/// ```
+/// use idforge::{layout::Segment, Field};
+/// // A UUIDv7 counter of 16 bits: 12 in `rand_a`, the low 4 below the variant bits.
+/// let f = Field::split(Segment::new(64, 12), Segment::new(58, 4));
+/// assert_eq!(f.width(), 16);
+/// assert_eq!(f.extract(f.deposit(0xABCD)), 0xABCD);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Field {
     /// The run holding the value's high bits (or all of them).
@@ -46,6 +68,13 @@ pub struct Field {
 
 impl Field {
     /// A field in one run.
+    ///
+    /// ```
+    /// use idforge::Field;
+    /// let node = Field::at(12, 10);
+    /// assert_eq!(node.deposit(5), 5 << 12);
+    /// assert_eq!(node.lo.width, 0); // one run
+    /// ```
     pub const fn at(shift: u32, width: u32) -> Self {
         Field {
             hi: Segment::new(shift, width),
@@ -54,16 +83,35 @@ impl Field {
     }
 
     /// A field split in two runs: `hi` gets the high bits.
+    ///
+    /// ```
+    /// use idforge::{layout::Segment, Field};
+    /// let f = Field::split(Segment::new(64, 12), Segment::new(58, 4));
+    /// // The high 12 bits of the value go to bits 64.., the low 4 to bits 58..62.
+    /// assert_eq!(f.deposit(0xFFFF), (0xFFF << 64) | (0xF << 58));
+    /// ```
     pub const fn split(hi: Segment, lo: Segment) -> Self {
         Field { hi, lo }
     }
 
     /// The field's width in bits.
+    ///
+    /// ```
+    /// use idforge::{layout::Segment, Field};
+    /// assert_eq!(Field::at(0, 12).width(), 12);
+    /// assert_eq!(Field::split(Segment::new(64, 12), Segment::new(58, 4)).width(), 16);
+    /// ```
     pub const fn width(&self) -> u32 {
         self.hi.width + self.lo.width
     }
 
     /// The largest value the field holds.
+    ///
+    /// ```
+    /// use idforge::Field;
+    /// assert_eq!(Field::at(12, 10).max(), 1023);
+    /// assert_eq!(Field::default().max(), 0);
+    /// ```
     pub fn max(&self) -> u128 {
         match self.width() {
             0 => 0,
@@ -76,6 +124,14 @@ impl Field {
     }
 
     /// Places `value` (already known to fit) into the field's bits.
+    ///
+    /// ```
+    /// use idforge::Field;
+    /// let counter = Field::at(0, 12);
+    /// let node = Field::at(12, 10);
+    /// let id = node.deposit(3) | counter.deposit(7);
+    /// assert_eq!(id, (3 << 12) | 7);
+    /// ```
     #[inline]
     pub fn deposit(&self, value: u128) -> u128 {
         if self.lo.width == 0 {
@@ -87,6 +143,12 @@ impl Field {
     }
 
     /// Reads the field's value out of an id.
+    ///
+    /// ```
+    /// use idforge::Field;
+    /// let node = Field::at(12, 10);
+    /// assert_eq!(node.extract((3 << 12) | 7), 3);
+    /// ```
     #[inline]
     pub fn extract(&self, id: u128) -> u128 {
         let hi = (id & self.hi.mask()) >> self.hi.shift;
@@ -99,6 +161,14 @@ impl Field {
 }
 
 /// Whether a layout's ids fit a signed 64-bit integer ([`Layout::signed64`]).
+///
+/// ```
+/// use idforge::layout::Signed64;
+/// use idforge::Scheme;
+/// assert_eq!(Scheme::Snowflake.layout().signed64(), Signed64::Always);
+/// assert_eq!(Signed64::NodesBelow(512).to_string(), "node<512");
+/// assert_eq!(Signed64::Until(2079).to_string(), "to 2079");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Signed64 {
     /// Bit 63 is never set.
@@ -160,6 +230,14 @@ pub struct Layout {
 }
 
 /// The fields of a decoded id.
+///
+/// ```
+/// let l = idforge::Layout::parse_spec("time:41,node:10,counter:12")?;
+/// let parts = l.decode(l.encode(3, 1_000, 7, 0));
+/// assert_eq!((parts.node, parts.ticks, parts.counter, parts.random), (3, 1_000, 7, 0));
+/// assert!(parts.fixed_ok);
+/// # Ok::<(), idforge::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Parts {
     /// The node field.
@@ -176,6 +254,18 @@ pub struct Parts {
 
 impl Layout {
     /// Starts a layout of `bits` (64, 96 or 128) bits with no fields, Unix epoch and 1 ms ticks.
+    ///
+    /// ```
+    /// use idforge::{Field, Layout};
+    /// let l = Layout::builder("ticket", 64)
+    ///     .time(Field::at(16, 40))
+    ///     .counter(Field::at(0, 16))
+    ///     .tick_ns(10_000_000) // 10 ms ticks
+    ///     .build()?;
+    /// assert_eq!(l.ids_per_tick(), 65_536);
+    /// assert_eq!(l.epoch_ns, 0); // the Unix epoch unless set
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn builder(name: impl Into<String>, bits: u32) -> LayoutBuilder {
         LayoutBuilder {
             layout: Layout {
@@ -287,6 +377,11 @@ impl Layout {
     }
 
     /// The sequencer time base for this layout.
+    ///
+    /// ```
+    /// let tb = idforge::Scheme::Snowflake.layout().timebase();
+    /// assert_eq!((tb.time_bits, tb.counter_bits, tb.tick_ns), (41, 12, 1_000_000));
+    /// ```
     pub fn timebase(&self) -> Timebase {
         Timebase {
             epoch_ns: self.epoch_ns,
@@ -297,6 +392,14 @@ impl Layout {
     }
 
     /// Builds an id from its fields. Values are truncated to their fields' widths.
+    ///
+    /// ```
+    /// let l = idforge::Layout::parse_spec("time:41,node:10,counter:12")?;
+    /// assert_eq!(l.encode(3, 2, 1, 0), (2 << 22) | (3 << 12) | 1);
+    /// // A value wider than its field is cut to the field's width.
+    /// assert_eq!(l.encode(1024, 0, 0, 0), 0);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     #[inline]
     pub fn encode(&self, node: u128, ticks: u128, counter: u128, random: u128) -> u128 {
         self.fixed_value
@@ -308,6 +411,12 @@ impl Layout {
 
     /// Every bit the layout defines: its fields and its fixed bits. An id with bits outside it
     /// was not made by this layout.
+    ///
+    /// ```
+    /// let l = idforge::Scheme::Snowflake.layout();
+    /// assert_eq!(l.defined_bits(), (1 << 63) - 1); // bit 63 is never set
+    /// assert!(u64::MAX as u128 & !l.defined_bits() != 0);
+    /// ```
     pub fn defined_bits(&self) -> u128 {
         self.fixed_mask
             | self.node.mask()
@@ -317,6 +426,13 @@ impl Layout {
     }
 
     /// Splits an id into its fields.
+    ///
+    /// ```
+    /// let l = idforge::Scheme::Snowflake.layout();
+    /// // A Snowflake id: time above node above counter.
+    /// let parts = l.decode(1_000u128 << 22 | 5 << 12 | 9);
+    /// assert_eq!((parts.ticks, parts.node, parts.counter), (1_000, 5, 9));
+    /// ```
     pub fn decode(&self, id: u128) -> Parts {
         Parts {
             node: self.node.extract(id),
@@ -328,6 +444,12 @@ impl Layout {
     }
 
     /// Unix nanoseconds of the start of a tick.
+    ///
+    /// ```
+    /// let l = idforge::Scheme::Snowflake.layout(); // 1 ms ticks from 2010-11-04T01:42:54.657Z
+    /// assert_eq!(l.unix_ns_of(0), 1_288_834_974_657_000_000);
+    /// assert_eq!(l.unix_ns_of(1), 1_288_834_974_658_000_000);
+    /// ```
     pub fn unix_ns_of(&self, ticks: u128) -> u128 {
         ticks
             .saturating_mul(self.tick_ns as u128)
@@ -335,26 +457,51 @@ impl Layout {
     }
 
     /// Ids one node can issue per tick.
+    ///
+    /// ```
+    /// assert_eq!(idforge::Scheme::Snowflake.layout().ids_per_tick(), 4096); // a 12-bit counter
+    /// ```
     pub fn ids_per_tick(&self) -> u128 {
         1u128 << self.counter.width()
     }
 
     /// Ids one node can issue per second at most.
+    ///
+    /// ```
+    /// // 4096 per millisecond.
+    /// assert_eq!(idforge::Scheme::Snowflake.layout().ids_per_second(), 4_096_000.0);
+    /// ```
     pub fn ids_per_second(&self) -> f64 {
         self.ids_per_tick() as f64 * 1e9 / self.tick_ns as f64
     }
 
     /// The year the time field runs out (the sequencer's `u64` stamp included).
+    ///
+    /// ```
+    /// // 41 bits of milliseconds from 2010 last about 69 years.
+    /// assert_eq!(idforge::Scheme::Snowflake.layout().end_year(), 2080);
+    /// ```
     pub fn end_year(&self) -> i32 {
         year_of_unix_ns(self.timebase().end_unix_ns())
     }
 
     /// The number of distinct node ids.
+    ///
+    /// ```
+    /// assert_eq!(idforge::Scheme::Snowflake.layout().node_count(), 1024); // 10 node bits
+    /// ```
     pub fn node_count(&self) -> u128 {
         1u128 << self.node.width()
     }
 
     /// A diagram of the fields from the most significant bit down, as `idforge schemes` prints it.
+    ///
+    /// ```
+    /// assert_eq!(
+    ///     idforge::Scheme::Snowflake.layout().diagram(),
+    ///     "0(1) | time(41) | node(10) | counter(12)"
+    /// );
+    /// ```
     pub fn diagram(&self) -> String {
         let mut runs: Vec<(u32, u32, String)> = Vec::new();
         let mut push = |name: &str, f: Field| {
@@ -599,6 +746,13 @@ impl Layout {
     }
 
     /// The spec text that [`Layout::parse_spec`] turns back into this layout (custom layouts).
+    ///
+    /// ```
+    /// let l = idforge::Layout::parse_spec("node:10,time:47,counter:7,tick=10ms")?;
+    /// assert_eq!(l.spec(), "node:10,time:47,counter:7,tick=10000000ns,epoch=1970-01-01T00:00:00.000000000Z");
+    /// assert_eq!(idforge::Layout::parse_spec(&l.spec())?, l);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn spec(&self) -> String {
         let mut fields = [
             ("node", self.node),
@@ -650,6 +804,13 @@ fn parse_duration(text: &str) -> Result<u64, String> {
 }
 
 /// Builds a [`Layout`] field by field; [`LayoutBuilder::build`] validates it.
+///
+/// ```
+/// use idforge::{Field, Layout};
+/// let l = Layout::builder("mine", 64).time(Field::at(12, 41)).counter(Field::at(0, 12)).build()?;
+/// assert_eq!(l.diagram(), "0(11) | time(41) | counter(12)");
+/// # Ok::<(), idforge::Error>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct LayoutBuilder {
     layout: Layout,
@@ -657,26 +818,81 @@ pub struct LayoutBuilder {
 
 impl LayoutBuilder {
     /// Sets the node field.
+    ///
+    /// ```
+    /// use idforge::{Field, Layout};
+    /// let l = Layout::builder("mine", 64)
+    ///     .node(Field::at(53, 10))
+    ///     .time(Field::at(12, 41))
+    ///     .build()?;
+    /// assert_eq!(l.node_count(), 1024);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn node(mut self, f: Field) -> Self {
         self.layout.node = f;
         self
     }
     /// Sets the time field.
+    ///
+    /// ```
+    /// use idforge::{Field, Layout};
+    /// let l = Layout::builder("mine", 64).time(Field::at(0, 48)).build()?;
+    /// assert_eq!(l.decode(l.encode(0, 77, 0, 0)).ticks, 77);
+    /// // Without a time field the layout is refused.
+    /// assert!(Layout::builder("mine", 64).build().is_err());
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn time(mut self, f: Field) -> Self {
         self.layout.time = f;
         self
     }
     /// Sets the counter field.
+    ///
+    /// ```
+    /// use idforge::{Field, Layout};
+    /// let l = Layout::builder("mine", 64).time(Field::at(8, 48)).counter(Field::at(0, 8)).build()?;
+    /// assert_eq!(l.ids_per_tick(), 256);
+    /// // A counter is at most 32 bits wide.
+    /// assert!(Layout::builder("mine", 64).time(Field::at(33, 30)).counter(Field::at(0, 33)).build().is_err());
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn counter(mut self, f: Field) -> Self {
         self.layout.counter = f;
         self
     }
     /// Sets the random field.
+    ///
+    /// ```
+    /// use idforge::{Field, Layout};
+    /// let l = Layout::builder("mine", 128)
+    ///     .time(Field::at(80, 48))
+    ///     .counter(Field::at(64, 16))
+    ///     .random(Field::at(0, 64))
+    ///     .build()?;
+    /// assert_eq!(l.decode(l.encode(0, 1, 2, 3)).random, 3);
+    /// assert!(l.is_time_ordered()); // the random bits are below time and counter
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn random(mut self, f: Field) -> Self {
         self.layout.random = f;
         self
     }
     /// Fixes `width` bits at `shift` to `value` (a UUID's version or variant).
+    ///
+    /// ```
+    /// use idforge::{Field, Layout};
+    /// let l = Layout::builder("v7-like", 128)
+    ///     .time(Field::at(80, 48))
+    ///     .fixed(76, 4, 7) // version 7
+    ///     .fixed(62, 2, 0b10) // RFC 9562 variant
+    ///     .random(Field::at(0, 62))
+    ///     .build()?;
+    /// let id = l.encode(0, 1, 0, 0);
+    /// assert_eq!((id >> 76) & 0xF, 7);
+    /// assert!(l.decode(id).fixed_ok);
+    /// assert!(!l.decode(0).fixed_ok);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn fixed(mut self, shift: u32, width: u32, value: u128) -> Self {
         let mask = Segment::new(shift, width).mask();
         self.layout.fixed_mask |= mask;
@@ -684,11 +900,29 @@ impl LayoutBuilder {
         self
     }
     /// Sets the epoch in nanoseconds since the Unix epoch.
+    ///
+    /// ```
+    /// use idforge::{Field, Layout};
+    /// let l = Layout::builder("mine", 64)
+    ///     .time(Field::at(0, 41))
+    ///     .epoch_ns(1_577_836_800_000_000_000) // 2020-01-01T00:00:00Z
+    ///     .build()?;
+    /// assert_eq!(l.unix_ns_of(1), 1_577_836_800_001_000_000);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn epoch_ns(mut self, ns: u64) -> Self {
         self.layout.epoch_ns = ns;
         self
     }
     /// Sets the tick unit in nanoseconds.
+    ///
+    /// ```
+    /// use idforge::{Field, Layout};
+    /// let l = Layout::builder("mine", 64).time(Field::at(0, 41)).tick_ns(10_000_000).build()?;
+    /// assert_eq!(l.unix_ns_of(3), 30_000_000);
+    /// assert!(Layout::builder("mine", 64).time(Field::at(0, 41)).tick_ns(0).build().is_err());
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn tick_ns(mut self, ns: u64) -> Self {
         self.layout.tick_ns = ns;
         self

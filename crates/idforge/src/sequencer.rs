@@ -34,6 +34,18 @@ use crate::error::Error;
 use crate::time::{format_unix_ns, year_of_unix_ns};
 
 /// What the sequencer does when a tick's counter is used up.
+///
+/// ```
+/// use idforge::{ManualClock, OnExhausted, Policy, Sequencer, Timebase};
+/// // A 1-bit counter: two ids per tick. RunAhead borrows the next tick instead of waiting.
+/// let tb = Timebase { epoch_ns: 0, tick_ns: 1_000_000, time_bits: 41, counter_bits: 1 };
+/// let policy = Policy { on_exhausted: OnExhausted::RunAhead, ..Policy::DEFAULT };
+/// let seq = Sequencer::new(ManualClock::new(3_000_000), tb, policy)?;
+/// let stamps = [seq.next()?, seq.next()?, seq.next()?];
+/// assert_eq!(stamps, [3 << 1, (3 << 1) + 1, 4 << 1]); // the third is from tick 4, ahead of the clock
+/// assert_eq!(seq.lead(), std::time::Duration::from_millis(1));
+/// # Ok::<(), idforge::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnExhausted {
     /// Wait for the wall clock to reach the next tick. Ids never run ahead of the clock because
@@ -46,6 +58,20 @@ pub enum OnExhausted {
 
 /// What the sequencer does when the wall clock is further behind the last stamp than
 /// [`Policy::max_lead`].
+///
+/// ```
+/// use idforge::{Error, ManualClock, OnClockBehind, Policy, Sequencer, Timebase};
+/// let tb = Timebase { epoch_ns: 0, tick_ns: 1_000_000, time_bits: 41, counter_bits: 12 };
+/// let clock = ManualClock::new(10_000_000_000);
+/// let policy = Policy { on_clock_behind: OnClockBehind::Fail, ..Policy::DEFAULT };
+/// let seq = Sequencer::new(clock.clone(), tb, policy)?;
+/// seq.next()?;
+/// clock.set(9_500_000_000); // 0.5 s back: within max_lead, ids go on from the last stamp
+/// assert!(seq.next().is_ok());
+/// clock.set(1_000_000_000); // 9 s back: Fail says so at once
+/// assert!(matches!(seq.next(), Err(Error::ClockBehind { .. })));
+/// # Ok::<(), idforge::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnClockBehind {
     /// Block until the clock has caught up to within `max_lead` of the last stamp.
@@ -55,6 +81,18 @@ pub enum OnClockBehind {
 }
 
 /// How a sequencer treats exhaustion and a clock that is behind. Every scheme documents its own.
+///
+/// ```
+/// use idforge::{OnClockBehind, OnExhausted, Policy};
+/// use std::time::Duration;
+/// let p = Policy::default();
+/// assert_eq!(p, Policy::DEFAULT);
+/// assert_eq!((p.on_exhausted, p.max_lead, p.on_clock_behind),
+///            (OnExhausted::Wait, Duration::from_secs(1), OnClockBehind::Fail));
+/// // Tolerate a clock 5 s behind, waiting for it rather than failing.
+/// let lenient = Policy { max_lead: Duration::from_secs(5), on_clock_behind: OnClockBehind::Wait, ..p };
+/// assert_ne!(lenient, Policy::DEFAULT);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Policy {
     /// Counter exhausted within the current tick.
@@ -93,8 +131,29 @@ impl Default for Policy {
 ///
 /// Implementations must make `compare_exchange_weak` atomic with respect to every other access to
 /// the same cell (from any thread, or any process that shares it).
+///
+/// ```
+/// use idforge::{ManualClock, Policy, Sequencer, StampCell, Timebase};
+/// use std::sync::atomic::AtomicU64;
+/// use std::sync::Arc;
+/// // Two sequencers sharing one cell never issue the same stamp.
+/// let cell = Arc::new(AtomicU64::new(0));
+/// let tb = Timebase { epoch_ns: 0, tick_ns: 1_000_000, time_bits: 41, counter_bits: 12 };
+/// let a = Sequencer::with_cell(ManualClock::new(1_000_000), cell.clone(), tb, Policy::DEFAULT)?;
+/// let b = Sequencer::with_cell(ManualClock::new(1_000_000), cell.clone(), tb, Policy::DEFAULT)?;
+/// assert_eq!([a.next()?, b.next()?, a.next()?], [1 << 12, (1 << 12) + 1, (1 << 12) + 2]);
+/// assert_eq!(StampCell::load(&cell), (1 << 12) + 2);
+/// # Ok::<(), idforge::Error>(())
+/// ```
 pub trait StampCell: Send + Sync {
     /// The current stamp.
+    ///
+    /// ```
+    /// use idforge::StampCell;
+    /// use std::sync::atomic::AtomicU64;
+    /// let cell = AtomicU64::new(42);
+    /// assert_eq!(StampCell::load(&cell), 42);
+    /// ```
     fn load(&self) -> u64;
     /// Replaces `current` by `new` if the cell still holds `current`; otherwise returns what it
     /// holds. May fail spuriously.
@@ -102,11 +161,28 @@ pub trait StampCell: Send + Sync {
     /// # Errors
     /// `Err` with the value the cell holds when it does not hold `current`, or spuriously (with
     /// `current`); the cell is then unchanged.
+    ///
+    /// ```
+    /// use idforge::StampCell;
+    /// use std::sync::atomic::AtomicU64;
+    /// let cell = AtomicU64::new(42);
+    /// // A wrong `current` fails and reports what the cell holds.
+    /// assert_eq!(StampCell::compare_exchange_weak(&cell, 7, 43), Err(42));
+    /// // The right one succeeds (a weak CAS may fail spuriously: retry).
+    /// while StampCell::compare_exchange_weak(&cell, 42, 43).is_err() {}
+    /// assert_eq!(StampCell::load(&cell), 43);
+    /// ```
     fn compare_exchange_weak(&self, current: u64, new: u64) -> Result<u64, u64>;
 
     /// The highest stamp that may be issued now: a mark some store has durably reserved (a
     /// persisted high-water mark; later, a lease in a coordination service). `u64::MAX`, the
     /// default, means no ceiling, and the check compiles away.
+    ///
+    /// ```
+    /// use idforge::StampCell;
+    /// use std::sync::atomic::AtomicU64;
+    /// assert_eq!(AtomicU64::new(0).ceiling(), u64::MAX); // an in-process cell has no ceiling
+    /// ```
     #[inline]
     fn ceiling(&self) -> u64 {
         u64::MAX
@@ -120,6 +196,13 @@ pub trait StampCell: Send + Sync {
     /// and returns the error. The default never fails; `HostStamp` returns
     /// [`Error::StateFile`] (`Lost` for a file found truncated, deleted, replaced or rewound,
     /// `Io` when the `msync` fails).
+    ///
+    /// ```
+    /// use idforge::StampCell;
+    /// use std::sync::atomic::AtomicU64;
+    /// assert_eq!(AtomicU64::new(0).raise_ceiling(1_000)?, u64::MAX);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     fn raise_ceiling(&self, needed: u64) -> Result<u64, Error> {
         let _ = needed;
         Ok(u64::MAX)
@@ -133,6 +216,12 @@ pub trait StampCell: Send + Sync {
     /// When the stamp must not be returned; the sequencer passes the error on (the stamp stays
     /// consumed, never issued). `HostStamp` returns [`Error::StateFile`]
     /// with `Lost` once its file was found truncated, deleted, replaced or rewound.
+    ///
+    /// ```
+    /// use idforge::StampCell;
+    /// use std::sync::atomic::AtomicU64;
+    /// assert!(AtomicU64::new(0).check_issued(1_000_000, 5).is_ok()); // nothing to lose in memory
+    /// ```
     #[inline]
     fn check_issued(&self, now_ns: u64, stamp: u64) -> Result<(), Error> {
         let _ = (now_ns, stamp);
@@ -201,6 +290,13 @@ impl<S: StampCell + ?Sized> StampCell for std::sync::Arc<S> {
 }
 
 /// The time base of a sequencer: epoch, tick unit, and the widths of time and counter.
+///
+/// ```
+/// use idforge::Timebase;
+/// // Snowflake's: 41 bits of milliseconds from 2010-11-04T01:42:54.657Z, a 12-bit counter.
+/// let tb = Timebase { epoch_ns: 1_288_834_974_657_000_000, tick_ns: 1_000_000, time_bits: 41, counter_bits: 12 };
+/// assert_eq!(tb, idforge::Scheme::Snowflake.layout().timebase());
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timebase {
     /// Nanoseconds since the Unix epoch of tick 0.
@@ -215,11 +311,23 @@ pub struct Timebase {
 
 impl Timebase {
     /// Time bits the `u64` stamp can hold: the layout's, capped at `64 - counter_bits`.
+    ///
+    /// ```
+    /// use idforge::Timebase;
+    /// let tb = Timebase { epoch_ns: 0, tick_ns: 1, time_bits: 64, counter_bits: 16 };
+    /// assert_eq!(tb.stamp_time_bits(), 48); // the u64 stamp keeps 64 - 16 bits of time
+    /// ```
     pub fn stamp_time_bits(&self) -> u32 {
         self.time_bits.min(64 - self.counter_bits)
     }
 
     /// The largest stamp: last tick the time field holds, counter at its maximum.
+    ///
+    /// ```
+    /// use idforge::Timebase;
+    /// let tb = Timebase { epoch_ns: 0, tick_ns: 1_000_000, time_bits: 41, counter_bits: 12 };
+    /// assert_eq!(tb.max_stamp(), (1 << 53) - 1);
+    /// ```
     pub fn max_stamp(&self) -> u64 {
         let bits = self.stamp_time_bits() + self.counter_bits;
         if bits >= 64 {
@@ -230,6 +338,12 @@ impl Timebase {
     }
 
     /// Unix nanoseconds at which the time field runs out (saturating).
+    ///
+    /// ```
+    /// use idforge::Timebase;
+    /// let tb = Timebase { epoch_ns: 0, tick_ns: 1_000_000_000, time_bits: 32, counter_bits: 0 };
+    /// assert_eq!(tb.end_unix_ns(), (1u128 << 32) * 1_000_000_000); // 2106-02-07
+    /// ```
     pub fn end_unix_ns(&self) -> u128 {
         let ticks = 1u128 << self.stamp_time_bits();
         ticks * self.tick_ns as u128 + self.epoch_ns as u128
@@ -269,6 +383,13 @@ impl Timebase {
 }
 
 /// A range of stamps taken in one atomic step by [`Sequencer::reserve`].
+///
+/// ```
+/// use idforge::StampRange;
+/// let r = StampRange { start: 10, len: 3 };
+/// assert_eq!(r.len(), 3);
+/// assert_eq!(r.collect::<Vec<_>>(), [10, 11, 12]);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StampRange {
     /// The first stamp.
@@ -333,6 +454,17 @@ pub struct Sequencer<C: Clock = WallClock, S: StampCell = AtomicU64> {
 impl<C: Clock, S: StampCell> Sequencer<C, S> {
     /// The same sequencer with its cell wrapped by `f` (into an enum of cell types, for
     /// instance); the stamp stays where it is.
+    ///
+    /// ```
+    /// use idforge::{ManualClock, Policy, Sequencer, Timebase};
+    /// use std::sync::Arc;
+    /// let tb = Timebase { epoch_ns: 0, tick_ns: 1_000_000, time_bits: 41, counter_bits: 12 };
+    /// let seq = Sequencer::new(ManualClock::new(2_000_000), tb, Policy::DEFAULT)?;
+    /// let first = seq.next()?;
+    /// let shared = seq.map_cell(Arc::new); // the same stamp, now in an Arc
+    /// assert_eq!(shared.next()?, first + 1);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn map_cell<T: StampCell>(self, f: impl FnOnce(S) -> T) -> Sequencer<C, T> {
         Sequencer {
             clock: self.clock,
@@ -522,6 +654,19 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
     }
 
     /// How far the last issued stamp is ahead of the wall clock (zero when it is not).
+    ///
+    /// ```
+    /// use idforge::{ManualClock, Policy, Sequencer, Timebase};
+    /// use std::time::Duration;
+    /// let tb = Timebase { epoch_ns: 0, tick_ns: 1_000_000, time_bits: 41, counter_bits: 12 };
+    /// let clock = ManualClock::new(10_000_000);
+    /// let seq = Sequencer::new(clock.clone(), tb, Policy::DEFAULT)?;
+    /// seq.next()?;
+    /// assert_eq!(seq.lead(), Duration::ZERO);
+    /// clock.set(9_500_000); // the clock steps back half a millisecond
+    /// assert_eq!(seq.lead(), Duration::from_micros(500));
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn lead(&self) -> Duration {
         // The stamp first, then the clock: every stamp issued so far was checked against a clock
         // reading no later than ours, so a lead that came from running ahead is never seen above
@@ -534,31 +679,86 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
     }
 
     /// The last stamp issued (0 before the first).
+    ///
+    /// ```
+    /// use idforge::{ManualClock, Policy, Sequencer, Timebase};
+    /// let tb = Timebase { epoch_ns: 0, tick_ns: 1_000_000, time_bits: 41, counter_bits: 12 };
+    /// let seq = Sequencer::new(ManualClock::new(1_000_000), tb, Policy::DEFAULT)?;
+    /// assert_eq!(seq.last_stamp(), 0);
+    /// let s = seq.next()?;
+    /// assert_eq!(seq.last_stamp(), s);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn last_stamp(&self) -> u64 {
         self.cell.load()
     }
 
     /// The cell holding the stamp.
+    ///
+    /// ```
+    /// use idforge::{ManualClock, Policy, Sequencer, Timebase};
+    /// use std::sync::atomic::Ordering;
+    /// let tb = Timebase { epoch_ns: 0, tick_ns: 1_000_000, time_bits: 41, counter_bits: 12 };
+    /// let seq = Sequencer::new(ManualClock::new(1_000_000), tb, Policy::DEFAULT)?;
+    /// let s = seq.next()?;
+    /// assert_eq!(seq.cell().load(Ordering::Relaxed), s);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn cell(&self) -> &S {
         &self.cell
     }
 
     /// The clock this sequencer reads.
+    ///
+    /// ```
+    /// use idforge::{Clock, ManualClock, Policy, Sequencer, Timebase};
+    /// let tb = Timebase { epoch_ns: 0, tick_ns: 1_000_000, time_bits: 41, counter_bits: 12 };
+    /// let seq = Sequencer::new(ManualClock::new(4_000_000), tb, Policy::DEFAULT)?;
+    /// seq.clock().advance(1_000_000);
+    /// assert_eq!(seq.clock().now_ns(), 5_000_000);
+    /// assert_eq!(seq.next()?, 5 << 12);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn clock(&self) -> &C {
         &self.clock
     }
 
     /// The time base.
+    ///
+    /// ```
+    /// use idforge::{Policy, Sequencer, Timebase, WallClock};
+    /// let tb = Timebase { epoch_ns: 0, tick_ns: 1_000_000, time_bits: 41, counter_bits: 12 };
+    /// let seq = Sequencer::new(WallClock, tb, Policy::DEFAULT)?;
+    /// assert_eq!(seq.timebase(), &tb);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn timebase(&self) -> &Timebase {
         &self.tb
     }
 
     /// The policy.
+    ///
+    /// ```
+    /// use idforge::{Policy, Sequencer, Timebase, WallClock};
+    /// let tb = Timebase { epoch_ns: 0, tick_ns: 1_000_000, time_bits: 41, counter_bits: 12 };
+    /// let seq = Sequencer::new(WallClock, tb, Policy::UNBOUNDED)?;
+    /// assert_eq!(seq.policy().max_lead, std::time::Duration::MAX);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn policy(&self) -> &Policy {
         &self.policy
     }
 
     /// Unix nanoseconds of the start of a stamp's tick.
+    ///
+    /// ```
+    /// use idforge::{ManualClock, Policy, Sequencer, Timebase};
+    /// let tb = Timebase { epoch_ns: 1_000_000_000, tick_ns: 1_000_000, time_bits: 41, counter_bits: 12 };
+    /// let seq = Sequencer::new(ManualClock::new(1_007_000_000), tb, Policy::DEFAULT)?;
+    /// let s = seq.next()?; // tick 7 after the epoch
+    /// assert_eq!(seq.stamp_unix_ns(s), 1_007_000_000);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn stamp_unix_ns(&self, stamp: u64) -> u128 {
         (stamp >> self.tb.counter_bits) as u128 * self.tb.tick_ns as u128 + self.tb.epoch_ns as u128
     }

@@ -11,6 +11,16 @@ use std::str::FromStr;
 use crate::error::{clip, malformed, Error};
 
 /// A text format for ids.
+///
+/// ```
+/// use idforge::text::{encode, parse, Format};
+/// let id = 1_541_815_603_606_036_480u128;
+/// assert_eq!(encode(id, 64, Format::Hex).as_str(), "1565a11f6217a000");
+/// assert_eq!("hex".parse::<Format>(), Ok(Format::Hex));
+/// assert!("HEX".parse::<Format>().unwrap_err().contains("use dec, hex, base32"));
+/// assert_eq!(parse("1565a11f6217a000", 64, Some(Format::Hex))?, id);
+/// # Ok::<(), idforge::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Format {
     /// Decimal digits, no padding (`1541815603606036480`).
@@ -41,6 +51,12 @@ pub enum Format {
 
 impl Format {
     /// The format's name as the command line spells it.
+    ///
+    /// ```
+    /// use idforge::text::Format;
+    /// assert_eq!(Format::Base32.name(), "base32");
+    /// assert_eq!(Format::TypeId.name().parse::<Format>(), Ok(Format::TypeId));
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             Format::Dec => "dec",
@@ -108,6 +124,12 @@ const CROCKFORD_LOWER: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
 const BASE32HEX_LOWER: &[u8; 32] = b"0123456789abcdefghijklmnopqrstuv";
 
 /// Encoded id text on the stack (at most 40 bytes: a 128-bit decimal is 39 digits).
+///
+/// ```
+/// use idforge::text::{encode, Format};
+/// let t = encode(255, 64, Format::Hex); // no allocation
+/// assert_eq!(t.to_string(), "00000000000000ff");
+/// ```
 #[derive(Clone, Copy)]
 pub struct Text {
     buf: [u8; 40],
@@ -116,11 +138,21 @@ pub struct Text {
 
 impl Text {
     /// The text.
+    ///
+    /// ```
+    /// use idforge::text::{encode, Format};
+    /// assert_eq!(encode(42, 64, Format::Dec).as_str(), "42");
+    /// ```
     pub fn as_str(&self) -> &str {
         // Only ASCII is ever written into the buffer.
         std::str::from_utf8(&self.buf[..self.len as usize]).unwrap_or("")
     }
     /// The text's bytes.
+    ///
+    /// ```
+    /// use idforge::text::{encode, Format};
+    /// assert_eq!(encode(42, 64, Format::Dec).as_bytes(), b"42");
+    /// ```
     pub fn as_bytes(&self) -> &[u8] {
         &self.buf[..self.len as usize]
     }
@@ -151,11 +183,23 @@ const fn clamp_bits(bits: u32) -> u32 {
 }
 
 /// Characters of the fixed-width base32 text of a `bits`-wide id (widths are taken as 1 to 128).
+///
+/// ```
+/// use idforge::text::{base32_width, encode, Format};
+/// assert_eq!((base32_width(64), base32_width(96), base32_width(128)), (13, 20, 26));
+/// assert_eq!(encode(1, 64, Format::Base32).as_str().len(), base32_width(64));
+/// ```
 pub const fn base32_width(bits: u32) -> usize {
     clamp_bits(bits).div_ceil(5) as usize
 }
 
 /// Digits of the fixed-width hex text of a `bits`-wide id (widths are taken as 1 to 128).
+///
+/// ```
+/// use idforge::text::{encode, hex_width, Format};
+/// assert_eq!((hex_width(64), hex_width(96), hex_width(128)), (16, 24, 32));
+/// assert_eq!(encode(1, 96, Format::Hex).as_str(), "000000000000000000000001");
+/// ```
 pub const fn hex_width(bits: u32) -> usize {
     clamp_bits(bits).div_ceil(4) as usize
 }
@@ -291,6 +335,14 @@ pub fn check_format(format: Format, bits: u32, is_uuid: bool, scheme: &str) -> R
 
 /// Whether text has the shape of UUID text: canonical (with hyphens), braced (`{...}`) or a URN
 /// (`urn:uuid:...`). It may still be malformed; [`parse_uuid`] says how.
+///
+/// ```
+/// use idforge::text::looks_like_uuid;
+/// assert!(looks_like_uuid("01901234-5678-7abc-8def-0123456789ab"));
+/// assert!(looks_like_uuid("{01901234-5678-7abc-8def-0123456789ab}"));
+/// assert!(looks_like_uuid("urn:uuid:01901234-5678-7abc-8def-0123456789ab"));
+/// assert!(!looks_like_uuid("1541815603606036480"));
+/// ```
 pub fn looks_like_uuid(text: &str) -> bool {
     let t = text.trim();
     let b = t.as_bytes();
@@ -692,6 +744,15 @@ impl TypeIdPrefix {
     ///
     /// # Errors
     /// [`Error::InvalidFormat`] naming the rule the prefix breaks.
+    ///
+    /// ```
+    /// use idforge::text::TypeIdPrefix;
+    /// assert_eq!(TypeIdPrefix::new("user_account")?.as_str(), "user_account");
+    /// let e = TypeIdPrefix::new("_user").unwrap_err();
+    /// assert!(matches!(e, idforge::Error::InvalidFormat(_)));
+    /// assert!(e.to_string().contains("is not a TypeID prefix"));
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn new(prefix: &str) -> Result<TypeIdPrefix, Error> {
         check_typeid_prefix(prefix, prefix).map_err(|e| match e {
             Error::MalformedId { reason, .. } => Error::InvalidFormat(format!(
@@ -706,17 +767,39 @@ impl TypeIdPrefix {
     }
 
     /// The prefix.
+    ///
+    /// ```
+    /// use idforge::text::TypeIdPrefix;
+    /// assert_eq!(TypeIdPrefix::new("order")?.as_str(), "order");
+    /// assert_eq!(TypeIdPrefix::EMPTY.as_str(), "");
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn as_str(&self) -> &str {
         std::str::from_utf8(&self.buf[..self.len as usize]).unwrap_or("")
     }
 
     /// Whether it is the empty prefix.
+    ///
+    /// ```
+    /// use idforge::text::TypeIdPrefix;
+    /// assert!(TypeIdPrefix::new("")?.is_empty());
+    /// assert!(!TypeIdPrefix::new("user")?.is_empty());
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// The TypeID text of a 128-bit value: `prefix_` (nothing for the empty prefix) and the
     /// 26-character suffix, on the stack.
+    ///
+    /// ```
+    /// use idforge::text::TypeIdPrefix;
+    /// // The zero suffix after a prefix, and the largest suffix (first character at most 7).
+    /// assert_eq!(TypeIdPrefix::new("prefix")?.encode(0).as_str(), "prefix_00000000000000000000000000");
+    /// assert_eq!(TypeIdPrefix::EMPTY.encode(u128::MAX).as_str(), "7zzzzzzzzzzzzzzzzzzzzzzzzz");
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn encode(&self, value: u128) -> TypeIdText {
         let mut t = TypeIdText {
             buf: [0; TYPEID_MAX],
@@ -751,6 +834,14 @@ impl fmt::Display for TypeIdPrefix {
 pub const TYPEID_MAX: usize = TYPEID_PREFIX_MAX + 1 + 26;
 
 /// TypeID text on the stack ([`TypeIdPrefix::encode`]).
+///
+/// ```
+/// use idforge::text::TypeIdPrefix;
+/// let t = TypeIdPrefix::new("user")?.encode(1);
+/// assert_eq!(format!("{t}"), "user_00000000000000000000000001");
+/// assert_eq!(t.as_str().len(), 4 + 1 + 26);
+/// # Ok::<(), idforge::Error>(())
+/// ```
 #[derive(Clone, Copy)]
 pub struct TypeIdText {
     buf: [u8; TYPEID_MAX],
@@ -759,10 +850,22 @@ pub struct TypeIdText {
 
 impl TypeIdText {
     /// The text.
+    ///
+    /// ```
+    /// use idforge::text::TypeIdPrefix;
+    /// assert_eq!(TypeIdPrefix::new("a")?.encode(2).as_str(), "a_00000000000000000000000002");
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn as_str(&self) -> &str {
         std::str::from_utf8(self.as_bytes()).unwrap_or("")
     }
     /// The text's bytes.
+    ///
+    /// ```
+    /// use idforge::text::TypeIdPrefix;
+    /// assert!(TypeIdPrefix::new("a")?.encode(2).as_bytes().starts_with(b"a_0"));
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn as_bytes(&self) -> &[u8] {
         &self.buf[..self.len as usize]
     }

@@ -59,6 +59,14 @@ impl TickerClock {
     /// # Errors
     /// [`Error::ClockUnavailable`] when the thread cannot be spawned, or fork detection cannot
     /// be set up (without it a forked child would read a value that never moves).
+    ///
+    /// ```
+    /// use idforge::ticker::TickerClock;
+    /// use idforge::{Clock, WallClock};
+    /// let t = TickerClock::start()?; // once per process; later calls share the thread
+    /// assert!(t.now_ns() <= WallClock.now_ns() + 1_000_000_000);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn start() -> Result<TickerClock, Error> {
         if !crate::shm::watch_forks() {
             return Err(Error::ClockUnavailable(
@@ -75,6 +83,14 @@ impl TickerClock {
     }
 
     /// How far the value is behind the real-time clock now.
+    ///
+    /// ```
+    /// use idforge::ticker::TickerClock;
+    /// let t = TickerClock::start()?;
+    /// // Refreshed every 100 µs; a loaded machine can delay the thread, so only a loose bound here.
+    /// assert!(t.lag() < std::time::Duration::from_secs(60));
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn lag(&self) -> Duration {
         Duration::from_nanos(
             crate::clock::WallClock

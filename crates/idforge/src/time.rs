@@ -160,6 +160,13 @@ pub fn year_of_unix_ns(ns: u128) -> i32 {
 }
 
 /// Fraction digits needed to show one tick of `tick_ns` nanoseconds (ms: 3, 10 ms: 2, ns: 9).
+///
+/// ```
+/// use idforge::time::digits_for_tick;
+/// assert_eq!(digits_for_tick(1_000_000), 3); // ms
+/// assert_eq!(digits_for_tick(10_000_000), 2); // Sonyflake's 10 ms
+/// assert_eq!(digits_for_tick(32), 9);
+/// ```
 pub fn digits_for_tick(tick_ns: u64) -> u32 {
     let mut digits = 9;
     let mut t = tick_ns;

@@ -19,7 +19,7 @@ fn in_forked_children(children: usize, f: impl FnMut(usize) -> Vec<u128>) -> Vec
     in_children_made_by(|| unsafe { libc::fork() }, children, f)
 }
 
-extern "C" {
+unsafe extern "C" {
     /// glibc 2.34 and later (POSIX 2024): fork without running the `pthread_atfork` handlers.
     fn _Fork() -> libc::pid_t;
 }

@@ -199,8 +199,9 @@ fn two_opens_on_one_state_file_share_the_stamp() {
 #[test]
 fn the_default_state_path_is_named_by_the_kind() {
     let dir = std::env::temp_dir().join("idforge-open-default");
-    // SAFETY-free: the variable is read by default_state_dir in this process only.
-    std::env::set_var("IDFORGE_STATE_DIR", &dir);
+    // SAFETY: the tests of this binary read the environment only through `std::env`, whose
+    // readers and writers take one lock; nothing here calls libc's getenv directly.
+    unsafe { std::env::set_var("IDFORGE_STATE_DIR", &dir) };
     let k = Kind::from_name("snowflake", None).unwrap();
     let p1 = k
         .default_state_path(&OpenOptions {

@@ -41,7 +41,7 @@ use crate::sequencer::StampCell;
 /// # Ok::<(), idforge::Error>(())
 /// ```
 pub struct Blocks<'a, C: Clock, S: StampCell> {
-    gen: &'a Generator<C, S>,
+    generator: &'a Generator<C, S>,
     size: u64,
     /// The next stamp to issue, and the end (exclusive) of the block.
     next: u64,
@@ -67,7 +67,7 @@ impl<C: Clock, S: StampCell> Generator<C, S> {
     pub fn blocks(&self, block: u64) -> Blocks<'_, C, S> {
         let cap = 1u64 << self.counter_bits;
         Blocks {
-            gen: self,
+            generator: self,
             size: block.clamp(1, cap),
             next: 0,
             end: 0,
@@ -89,7 +89,7 @@ impl<C: Clock, S: StampCell> Blocks<'_, C, S> {
     #[inline(always)]
     #[allow(clippy::should_implement_trait)] // named as `Generator::next`; a `Result` per call
     pub fn next(&mut self) -> Result<u128, Error> {
-        let now = self.gen.seq.clock().now_ns();
+        let now = self.generator.seq.clock().now_ns();
         if self.next == self.end
             || now.wrapping_sub(self.valid_from_ns) >= self.valid_span_ns
             || crate::shm::fork_generation() != self.fork_generation
@@ -106,10 +106,10 @@ impl<C: Clock, S: StampCell> Blocks<'_, C, S> {
         // Wrapping, as `end`: a block may end at stamp u64::MAX.
         self.next = self.next.wrapping_add(1);
         let random = match self.rng.as_mut() {
-            Some(r) => self.gen.batch_random(r),
+            Some(r) => self.generator.batch_random(r),
             None => 0,
         };
-        self.gen.encode_with(stamp, random)
+        self.generator.encode_with(stamp, random)
     }
 
     /// `next` when the block is used up, stale or inherited: a call, so that `next` inlines
@@ -133,16 +133,16 @@ impl<C: Clock, S: StampCell> Blocks<'_, C, S> {
             // A forked child: the parent owns the inherited block and the random sequence.
             self.fork_generation = generation;
             self.next = self.end;
-            self.rng = self.gen.batch_rng();
+            self.rng = self.generator.batch_rng();
         }
         let range = self
-            .gen
+            .generator
             .seq
             .reserve(self.size)
-            .map_err(|e| self.gen.name_error(e))?;
+            .map_err(|e| self.generator.name_error(e))?;
         self.next = range.start;
         self.end = range.start.wrapping_add(range.len); // 0 for a block ending at u64::MAX
-        let seq = &self.gen.seq;
+        let seq = &self.generator.seq;
         let tick_start = |stamp: u64| seq.stamp_unix_ns(stamp);
         // Used until the clock leaves the first stamp's tick, and only while the clock is at
         // most `max_lead` behind the *last* stamp's tick (a block that runs into the next tick

@@ -38,6 +38,12 @@
 use crate::layout::{Field, Layout};
 
 /// The 64-bit GlobalId layout: `node(10) | time(47) | counter(7)`.
+///
+/// ```
+/// let l = idforge::schemes::global_id::layout_64();
+/// assert_eq!(l.diagram(), "node(10) | time(47) | counter(7)");
+/// assert_eq!(l.ids_per_tick(), 128);
+/// ```
 pub fn layout_64() -> Layout {
     Layout::builder("global-id", 64)
         .node(Field::at(54, 10))
@@ -48,6 +54,12 @@ pub fn layout_64() -> Layout {
 }
 
 /// The 128-bit GlobalId layout: `node(20) | time(71) | counter(17)`.
+///
+/// ```
+/// let l = idforge::schemes::global_id::layout_128();
+/// assert_eq!(l.diagram(), "0(20) | node(20) | time(71) | counter(17)"); // 108 of 128 bits
+/// assert_eq!(l.node_count(), 1 << 20); // a million nodes
+/// ```
 pub fn layout_128() -> Layout {
     Layout::builder("global-id-128", 128)
         .node(Field::at(88, 20))

@@ -181,6 +181,15 @@ const SEQUENTIAL_BIT: u64 = 1;
 const COUNTER_SHIFT: u32 = 32;
 
 /// How a generator steps and writes its counter.
+///
+/// ```
+/// use idforge::schemes::locality::{CounterMode, LocalityGenerator};
+/// let g = LocalityGenerator::builder().build()?;
+/// assert_eq!(g.mode(), CounterMode::Variable); // the default
+/// g.use_sequential();
+/// assert_eq!(g.mode(), CounterMode::Sequential);
+/// # Ok::<(), idforge::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum CounterMode {
     /// Add [`PRIME`] per id, write the nibbles least significant first: ids spread over shards.
@@ -288,6 +297,17 @@ pub fn parse_mac(text: &str) -> Result<[u8; 6], Error> {
 /// `/sys/class/net` (in name order) with a non-zero address, preferring interfaces backed by a
 /// device over virtual ones (bridges, veths, tunnels); `None` if there is none or the directory
 /// does not exist (other systems).
+///
+/// ```
+/// use idforge::schemes::locality::{mac_fragment, system_mac, LocalityGenerator};
+/// // What the default generator writes: the machine's MAC fragment, or zeros without one.
+/// let expected = system_mac().map_or(0, mac_fragment);
+/// assert_eq!(LocalityGenerator::builder().build()?.mac(), expected);
+/// if let Some(mac) = system_mac() {
+///     assert_ne!(mac, [0; 6]);
+/// }
+/// # Ok::<(), idforge::Error>(())
+/// ```
 pub fn system_mac() -> Option<[u8; 6]> {
     let dir = std::fs::read_dir("/sys/class/net").ok()?;
     let mut interfaces: Vec<_> = dir
@@ -328,16 +348,37 @@ pub struct LocalityUuid(u128);
 
 impl LocalityUuid {
     /// The UUID whose 128 bits, most significant first, are `value`.
+    ///
+    /// ```
+    /// use idforge::schemes::locality::LocalityUuid;
+    /// let id = LocalityUuid::from_u128(0x20be0ffc_314a_bd53_7a50_013a65ca76d2);
+    /// assert_eq!(id.to_string(), "20be0ffc-314a-bd53-7a50-013a65ca76d2");
+    /// ```
     pub const fn from_u128(value: u128) -> Self {
         Self(value)
     }
 
     /// The 128 bits as a number (byte 0 most significant).
+    ///
+    /// ```
+    /// use idforge::schemes::locality::LocalityUuid;
+    /// let id: LocalityUuid = "20be0ffc-314a-bd53-7a50-013a65ca76d2".parse()?;
+    /// assert_eq!(id.as_u128(), 0x20be0ffc_314a_bd53_7a50_013a65ca76d2);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub const fn as_u128(self) -> u128 {
         self.0
     }
 
     /// The UUID of 16 raw bytes.
+    ///
+    /// ```
+    /// use idforge::schemes::locality::LocalityUuid;
+    /// let mut bytes = [0u8; 16];
+    /// bytes[6] = 0xb0; // the version nibble
+    /// assert!(LocalityUuid::from_bytes(bytes).is_locality());
+    /// assert_eq!(LocalityUuid::from_bytes(bytes).as_u128(), 0xb << 76);
+    /// ```
     pub const fn from_bytes(bytes: [u8; 16]) -> Self {
         Self(u128::from_be_bytes(bytes))
     }
@@ -362,6 +403,13 @@ impl LocalityUuid {
     }
 
     /// The 16 raw bytes, most significant first.
+    ///
+    /// ```
+    /// use idforge::schemes::locality::LocalityUuid;
+    /// let id: LocalityUuid = "20be0ffc-314a-bd53-7a50-013a65ca76d2".parse()?;
+    /// assert_eq!(id.to_bytes()[..4], [0x20, 0xbe, 0x0f, 0xfc]); // the counter comes first
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub const fn to_bytes(self) -> [u8; 16] {
         self.0.to_be_bytes()
     }
@@ -417,11 +465,27 @@ impl LocalityUuid {
     }
 
     /// The version nibble (`0xb` for a Locality UUID), whatever the UUID.
+    ///
+    /// ```
+    /// use idforge::schemes::locality::LocalityUuid;
+    /// let v4: LocalityUuid = "9c5b94b1-35ad-49bb-b118-8e8fc24abf80".parse()?;
+    /// assert_eq!(v4.version(), 4);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub const fn version(self) -> u8 {
         ((self.0 >> 76) & 0xF) as u8
     }
 
     /// Whether the version nibble is `b`.
+    ///
+    /// ```
+    /// use idforge::schemes::locality::LocalityUuid;
+    /// let id: LocalityUuid = "20be0ffc-314a-bd53-7a50-013a65ca76d2".parse()?;
+    /// assert!(id.is_locality());
+    /// let v4: LocalityUuid = "9c5b94b1-35ad-49bb-b118-8e8fc24abf80".parse()?;
+    /// assert!(!v4.is_locality());
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub const fn is_locality(self) -> bool {
         self.version() == VERSION
     }
@@ -465,6 +529,14 @@ impl LocalityUuid {
     ///
     /// # Errors
     /// [`Error::WrongVersion`] when the UUID's version nibble is not `b` (not a Locality UUID).
+    ///
+    /// ```
+    /// use idforge::schemes::locality::LocalityUuid;
+    /// // The article's sequential example (2013-04-28T01:04Z).
+    /// let id: LocalityUuid = "f5166776-7a7f-bd53-7a50-013e4e2afc26".parse()?;
+    /// assert_eq!(id.counter_sequential()?, 0xf516_6776);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn counter_sequential(self) -> Result<u32, Error> {
         self.check()?;
         Ok((self.0 >> 96) as u32)
@@ -474,6 +546,15 @@ impl LocalityUuid {
     ///
     /// # Errors
     /// [`Error::WrongVersion`] when the UUID's version nibble is not `b` (not a Locality UUID).
+    ///
+    /// ```
+    /// use idforge::schemes::locality::LocalityUuid;
+    /// let id: LocalityUuid = "f5166776-7a7f-bd53-7a50-013e4e2afc26".parse()?;
+    /// assert_eq!(id.pid()?, 0x7a7f);
+    /// let v4: LocalityUuid = "9c5b94b1-35ad-49bb-b118-8e8fc24abf80".parse()?;
+    /// assert!(matches!(v4.pid(), Err(idforge::Error::WrongVersion { found: 4, .. })));
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn pid(self) -> Result<u16, Error> {
         self.check()?;
         Ok((self.0 >> 80) as u16)
@@ -483,6 +564,13 @@ impl LocalityUuid {
     ///
     /// # Errors
     /// [`Error::WrongVersion`] when the UUID's version nibble is not `b` (not a Locality UUID).
+    ///
+    /// ```
+    /// use idforge::schemes::locality::LocalityUuid;
+    /// let id: LocalityUuid = "20be0ffc-314a-bd53-7a50-013a65ca76d2".parse()?;
+    /// assert_eq!(format!("{:07x}", id.mac()?), "d537a50");
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn mac(self) -> Result<u32, Error> {
         self.check()?;
         Ok(((self.0 >> 48) as u32) & MAX_MAC_FRAGMENT)
@@ -492,6 +580,13 @@ impl LocalityUuid {
     ///
     /// # Errors
     /// [`Error::WrongVersion`] when the UUID's version nibble is not `b` (not a Locality UUID).
+    ///
+    /// ```
+    /// use idforge::schemes::locality::LocalityUuid;
+    /// let id: LocalityUuid = "f5166776-7a7f-bd53-7a50-013e4e2afc26".parse()?;
+    /// assert_eq!(id.unix_ms()?, 1_367_111_040_038); // 2013-04-28T01:04:00.038Z
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn unix_ms(self) -> Result<u64, Error> {
         self.check()?;
         Ok((self.0 & MS_MASK) as u64)
@@ -687,6 +782,15 @@ impl LocalityGenerator<SystemClock> {
     /// # Panics
     /// If one page of shared memory cannot be mapped (the system is out of memory or of
     /// mappings); [`LocalityGenerator::builder`] returns that as an error instead.
+    ///
+    /// ```
+    /// use idforge::schemes::locality::{CounterMode, LocalityGenerator};
+    /// let g = LocalityGenerator::new();
+    /// let id = g.next();
+    /// assert_eq!(id.pid()?, (std::process::id() % 65_536) as u16);
+    /// assert_eq!(g.mode(), CounterMode::Variable);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn new() -> Self {
         Self::assemble(
             SystemClock::fast(),
@@ -699,6 +803,13 @@ impl LocalityGenerator<SystemClock> {
     }
 
     /// A builder, to set the pid, MAC, clock, counter start or mode.
+    ///
+    /// ```
+    /// use idforge::schemes::locality::LocalityGenerator;
+    /// let g = LocalityGenerator::builder().pid(7).mac_fragment(0x123_4567).build()?;
+    /// assert_eq!((g.pid(), g.mac()), (7, 0x123_4567));
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn builder() -> LocalityBuilder<SystemClock> {
         LocalityBuilder {
             clock: SystemClock::fast(),
@@ -752,6 +863,21 @@ impl<C: Clock> LocalityGenerator<C> {
     }
 
     /// The next id: step the counter (one `fetch_add`), read the clock, assemble.
+    ///
+    /// ```
+    /// use idforge::schemes::locality::{LocalityGenerator, PRIME};
+    /// use idforge::ManualClock;
+    /// let g = LocalityGenerator::builder()
+    ///     .clock(ManualClock::new(1_350_327_498_450_000_000))
+    ///     .pid(12_618)
+    ///     .mac_fragment(0xd53_7a50)
+    ///     .counter(0xCFF0_EB02u32.wrapping_sub(PRIME))
+    ///     .build()?;
+    /// // The article's example id: the first id adds PRIME to the start.
+    /// assert_eq!(g.next().to_string(), "20be0ffc-314a-bd53-7a50-013a65ca76d2");
+    /// assert_eq!(g.next().counter_reversed()?, 0xCFF0_EB02u32.wrapping_add(PRIME));
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     #[inline]
     pub fn next(&self) -> LocalityUuid {
         // Relaxed is enough: every id's counter value comes from its own read-modify-write of
@@ -766,6 +892,16 @@ impl<C: Clock> LocalityGenerator<C> {
     /// mode the counter is reseeded from the clock's 10-minute bucket, or, re-entering a bucket
     /// this generator already seeded, continues after its last sequential value. Already in
     /// sequential mode, nothing changes.
+    ///
+    /// ```
+    /// use idforge::schemes::locality::{sequential_seed, LocalityGenerator};
+    /// use idforge::ManualClock;
+    /// let g = LocalityGenerator::builder().clock(ManualClock::new(1_367_111_040_038_000_000)).build()?;
+    /// g.use_sequential();
+    /// // Seeded from the 10-minute bucket, then +1 per id: every machine starts at the same value.
+    /// assert_eq!(g.next().counter_sequential()?, sequential_seed(1_367_111_040_038) + 1);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn use_sequential(&self) {
         let _lock = SwitchLock::take(self.words.word(W_LOCK));
         if mode_of(self.state().load(Ordering::Relaxed)) == CounterMode::Sequential {
@@ -794,6 +930,16 @@ impl<C: Clock> LocalityGenerator<C> {
 
     /// Switches to variable mode, continuing from where variable mode was left (or, if it never
     /// was, from the counter's current value).
+    ///
+    /// ```
+    /// use idforge::schemes::locality::{CounterMode, LocalityGenerator, PRIME};
+    /// let g = LocalityGenerator::builder().counter(1_000).build()?;
+    /// g.use_sequential();
+    /// g.use_variable();
+    /// assert_eq!(g.mode(), CounterMode::Variable);
+    /// assert_eq!(g.next().counter_reversed()?, 1_000 + PRIME); // variable mode resumes where it was
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn use_variable(&self) {
         let _lock = SwitchLock::take(self.words.word(W_LOCK));
         if mode_of(self.state().load(Ordering::Relaxed)) == CounterMode::Variable {
@@ -812,26 +958,67 @@ impl<C: Clock> LocalityGenerator<C> {
     }
 
     /// The current mode.
+    ///
+    /// ```
+    /// use idforge::schemes::locality::{CounterMode, LocalityGenerator};
+    /// let g = LocalityGenerator::builder().sequential(true).build()?;
+    /// assert_eq!(g.mode(), CounterMode::Sequential);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn mode(&self) -> CounterMode {
         mode_of(self.state().load(Ordering::Relaxed))
     }
 
     /// The counter's current value: the last id used it (or, before the first id, the start).
+    ///
+    /// ```
+    /// use idforge::schemes::locality::{LocalityGenerator, PRIME};
+    /// let g = LocalityGenerator::builder().counter(5).build()?;
+    /// assert_eq!(g.counter(), 5);
+    /// let id = g.next();
+    /// assert_eq!(g.counter(), 5 + PRIME);
+    /// assert_eq!(id.counter_reversed()?, g.counter());
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn counter(&self) -> u32 {
         (self.state().load(Ordering::Relaxed) >> COUNTER_SHIFT) as u32
     }
 
     /// The pid written into every id.
+    ///
+    /// ```
+    /// use idforge::schemes::locality::LocalityGenerator;
+    /// let g = LocalityGenerator::builder().pid(4_242).build()?;
+    /// assert_eq!(g.pid(), 4_242);
+    /// assert_eq!(g.next().pid()?, 4_242);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn pid(&self) -> u16 {
         self.pid
     }
 
     /// The 28-bit MAC fragment written into every id.
+    ///
+    /// ```
+    /// use idforge::schemes::locality::LocalityGenerator;
+    /// let g = LocalityGenerator::builder().mac([0x02, 0x42, 0xac, 0x11, 0x00, 0x02]).build()?;
+    /// assert_eq!(g.mac(), 0xc11_0002); // the last 28 bits
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn mac(&self) -> u32 {
         self.mac
     }
 
     /// The generator's clock.
+    ///
+    /// ```
+    /// use idforge::schemes::locality::LocalityGenerator;
+    /// use idforge::ManualClock;
+    /// let g = LocalityGenerator::builder().clock(ManualClock::new(5_000_000)).build()?;
+    /// g.clock().advance(1_000_000);
+    /// assert_eq!(g.next().unix_ms()?, 6);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn clock(&self) -> &C {
         &self.clock
     }
@@ -884,6 +1071,20 @@ enum MacSource {
 }
 
 /// Configures a [`LocalityGenerator`]: clock, pid, MAC, counter start and mode.
+///
+/// ```
+/// use idforge::schemes::locality::LocalityGenerator;
+/// use idforge::ManualClock;
+/// let g = LocalityGenerator::builder()
+///     .clock(ManualClock::new(1_000_000_000))
+///     .pid(1)
+///     .mac_fragment(2)
+///     .counter(3)
+///     .build()?;
+/// let id = g.next();
+/// assert_eq!((id.pid()?, id.mac()?, id.unix_ms()?), (1, 2, 1_000));
+/// # Ok::<(), idforge::Error>(())
+/// ```
 #[derive(Debug, Clone)]
 #[must_use]
 pub struct LocalityBuilder<C: Clock = SystemClock> {
@@ -897,6 +1098,14 @@ pub struct LocalityBuilder<C: Clock = SystemClock> {
 impl<C: Clock> LocalityBuilder<C> {
     /// The clock ids take their time from, and sequential mode its seed (a
     /// [`ManualClock`](crate::ManualClock) reproduces the ids of a given moment).
+    ///
+    /// ```
+    /// use idforge::schemes::locality::LocalityGenerator;
+    /// use idforge::ManualClock;
+    /// let g = LocalityGenerator::builder().clock(ManualClock::new(1_367_111_040_038_000_000)).build()?;
+    /// assert_eq!(g.next().unix_ms()?, 1_367_111_040_038);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn clock<D: Clock>(self, clock: D) -> LocalityBuilder<D> {
         LocalityBuilder {
             clock,
@@ -909,12 +1118,27 @@ impl<C: Clock> LocalityBuilder<C> {
 
     /// The process id to write, 0 to 65,535 (default: this process's id modulo 65,536). Larger
     /// values are refused by [`build`](Self::build), not wrapped.
+    ///
+    /// ```
+    /// use idforge::schemes::locality::LocalityGenerator;
+    /// assert_eq!(LocalityGenerator::builder().pid(65_535).build()?.pid(), 65_535);
+    /// let e = LocalityGenerator::builder().pid(65_536).build().unwrap_err();
+    /// assert!(matches!(e, idforge::Error::PidOutOfRange { .. }));
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn pid(mut self, pid: u64) -> Self {
         self.pid = Some(pid);
         self
     }
 
     /// The MAC address whose last 28 bits to write (default: [`system_mac`]).
+    ///
+    /// ```
+    /// use idforge::schemes::locality::{parse_mac, LocalityGenerator};
+    /// let g = LocalityGenerator::builder().mac(parse_mac("00:1b:4d:53:7a:50")?).build()?;
+    /// assert_eq!(g.mac(), 0xd53_7a50);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn mac(mut self, mac: [u8; 6]) -> Self {
         self.mac = Some(MacSource::Address(mac));
         self
@@ -922,6 +1146,14 @@ impl<C: Clock> LocalityBuilder<C> {
 
     /// The 28-bit MAC fragment to write directly, up to `0xfffffff` (larger values are refused by
     /// [`build`](Self::build)).
+    ///
+    /// ```
+    /// use idforge::schemes::locality::LocalityGenerator;
+    /// assert_eq!(LocalityGenerator::builder().mac_fragment(0xfff_ffff).build()?.mac(), 0xfff_ffff);
+    /// let e = LocalityGenerator::builder().mac_fragment(0x1000_0000).build().unwrap_err();
+    /// assert!(matches!(e, idforge::Error::MacFragmentOutOfRange { .. }));
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn mac_fragment(mut self, fragment: u64) -> Self {
         self.mac = Some(MacSource::Fragment(fragment));
         self
@@ -929,12 +1161,27 @@ impl<C: Clock> LocalityBuilder<C> {
 
     /// The counter's starting value (default: random). The first variable-mode id uses
     /// `start + PRIME`. Sequential mode seeds from the clock instead.
+    ///
+    /// ```
+    /// use idforge::schemes::locality::{LocalityGenerator, PRIME};
+    /// let g = LocalityGenerator::builder().counter(u32::MAX).build()?;
+    /// assert_eq!(g.next().counter_reversed()?, PRIME - 1); // wraps modulo 2^32
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn counter(mut self, start: u32) -> Self {
         self.counter = Some(start);
         self
     }
 
     /// Start in sequential mode (default: variable).
+    ///
+    /// ```
+    /// use idforge::schemes::locality::LocalityGenerator;
+    /// let g = LocalityGenerator::builder().sequential(true).build()?;
+    /// let (a, b) = (g.next(), g.next());
+    /// assert_eq!(b.counter_sequential()?, a.counter_sequential()?.wrapping_add(1));
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn sequential(mut self, on: bool) -> Self {
         self.sequential = on;
         self

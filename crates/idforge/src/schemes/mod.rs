@@ -26,6 +26,15 @@ use crate::sequencer::Policy;
 use crate::text::Format;
 
 /// A scheme: a named layout with its generation rules.
+///
+/// ```
+/// use idforge::{Generator, Scheme};
+/// let g = Generator::new(&Scheme::Snowflake, Some(7))?;
+/// let id = g.next()?;
+/// assert_eq!(Scheme::Snowflake.layout().decode(id).node, 7);
+/// assert_eq!(Scheme::PRESETS.len(), 13); // every variant but Custom
+/// # Ok::<(), idforge::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Scheme {
     /// RFC 9562 UUIDv7, monotonic ([`uuid7`]).
@@ -86,6 +95,13 @@ impl Scheme {
     ];
 
     /// The scheme's name on the command line.
+    ///
+    /// ```
+    /// use idforge::Scheme;
+    /// assert_eq!(Scheme::GlobalId128.name(), "global-id-128");
+    /// assert_eq!(Scheme::from_name(Scheme::Sonyflake.name())?, Scheme::Sonyflake);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn name(&self) -> &str {
         match self {
             Scheme::Uuid7 => "uuid7",
@@ -145,6 +161,12 @@ impl Scheme {
     }
 
     /// The scheme's layout.
+    ///
+    /// ```
+    /// use idforge::Scheme;
+    /// let l = Scheme::Sonyflake.layout();
+    /// assert_eq!((l.tick_ns, l.node_count()), (10_000_000, 65_536)); // 10 ms ticks, 16-bit machine id
+    /// ```
     pub fn layout(&self) -> Layout {
         match self {
             Scheme::Uuid7 => uuid7::layout(),
@@ -176,6 +198,12 @@ impl Scheme {
     ///
     /// `nanots` is the exception: like Chronicle it runs ahead of the clock by up to 1 ms when
     /// more than one id falls in a 32 ns tick ([`nanots::POLICY`]).
+    ///
+    /// ```
+    /// use idforge::{OnExhausted, Policy, Scheme};
+    /// assert_eq!(Scheme::Uuid7.default_policy(), Policy::DEFAULT);
+    /// assert_eq!(Scheme::NanoTs.default_policy().on_exhausted, OnExhausted::RunAhead);
+    /// ```
     pub fn default_policy(&self) -> Policy {
         match self {
             Scheme::NanoTs => nanots::POLICY,
@@ -184,6 +212,13 @@ impl Scheme {
     }
 
     /// The UUID version, for UUID schemes.
+    ///
+    /// ```
+    /// use idforge::Scheme;
+    /// assert_eq!(Scheme::Uuid7.uuid_version(), Some(7));
+    /// assert_eq!(Scheme::UProtocolV8.uuid_version(), Some(8));
+    /// assert_eq!(Scheme::Ulid.uuid_version(), None); // 128 bits, but no version field
+    /// ```
     pub fn uuid_version(&self) -> Option<u8> {
         match self {
             Scheme::Uuid7 | Scheme::UProtocol | Scheme::TypeId => Some(7),
@@ -213,6 +248,13 @@ impl Scheme {
     }
 
     /// Whether a generator of this scheme needs a node id from the caller.
+    ///
+    /// ```
+    /// use idforge::Scheme;
+    /// assert!(Scheme::Snowflake.needs_node());
+    /// assert!(!Scheme::Uuid7.needs_node());
+    /// assert!(!Scheme::NanoTs.needs_node()); // its tag is optional
+    /// ```
     pub fn needs_node(&self) -> bool {
         match self {
             Scheme::Uuid7
@@ -227,6 +269,14 @@ impl Scheme {
     /// The text format ids of this scheme are printed in by default. For `ksuid`, whose ids
     /// are 160 bits written as KSUID text ([`ksuid::Ksuid`]), the format of the sequencer's
     /// 128-bit value alone: hex.
+    ///
+    /// ```
+    /// use idforge::text::Format;
+    /// use idforge::Scheme;
+    /// assert_eq!(Scheme::Snowflake.default_format(), Format::Dec);
+    /// assert_eq!(Scheme::Uuid7.default_format(), Format::Uuid);
+    /// assert_eq!(Scheme::Xid.default_format(), Format::Xid);
+    /// ```
     pub fn default_format(&self) -> Format {
         match self {
             Scheme::Ksuid => Format::Hex,
@@ -245,6 +295,14 @@ impl Scheme {
     /// strictly as the format's reference parses it, and for TSID its 13 Crockford characters
     /// (a TSID's decimal has 19 digits today); `None` for the others (the text's shape says its
     /// format: [`crate::text::detect`]).
+    ///
+    /// ```
+    /// use idforge::text::Format;
+    /// use idforge::Scheme;
+    /// assert_eq!(Scheme::Ulid.native_format("01ARZ3NDEKTSV4RRFFQ69G5FAV"), Some(Format::Ulid));
+    /// assert_eq!(Scheme::Tsid.native_format("0AWE5HZP3SKTK"), Some(Format::Base32));
+    /// assert_eq!(Scheme::Tsid.native_format("388400145978465528"), None); // decimal: the shape says it
+    /// ```
     pub fn native_format(&self, text: &str) -> Option<Format> {
         match self {
             Scheme::Ulid => Some(Format::Ulid),
@@ -323,6 +381,10 @@ impl Scheme {
     }
 
     /// A one-line description for `idforge schemes`.
+    ///
+    /// ```
+    /// assert!(idforge::Scheme::Snowflake.summary().contains("1024 nodes"));
+    /// ```
     pub fn summary(&self) -> &'static str {
         match self {
             Scheme::Uuid7 => "RFC 9562 UUIDv7, monotonic (16-bit counter per ms, 58 random bits)",

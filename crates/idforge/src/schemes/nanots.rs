@@ -197,11 +197,23 @@ impl HostDigits {
     }
 
     /// The host id.
+    ///
+    /// ```
+    /// use idforge::schemes::nanots::HostDigits;
+    /// assert_eq!(HostDigits::new(42, 2)?.host(), 42);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn host(&self) -> u64 {
         self.host
     }
 
     /// The number of decimal digits holding the host id (2 or 3).
+    ///
+    /// ```
+    /// use idforge::schemes::nanots::HostDigits;
+    /// assert_eq!(HostDigits::new(42, 3)?.digits(), 3);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn digits(&self) -> u32 {
         self.digits
     }
@@ -230,6 +242,15 @@ impl HostDigits {
 
     /// The value of a stamp (`unix_ns / 10^digits`, as the sequencer issues it):
     /// `stamp * 10^digits + host`. A stamp above `self.timebase().max_stamp()` wraps.
+    ///
+    /// ```
+    /// use idforge::schemes::nanots::HostDigits;
+    /// let h = HostDigits::new(42, 2)?;
+    /// // A stamp counts units of 100 ns; the last two decimal digits are the host id.
+    /// assert_eq!(h.encode(16_407_004_229_541_001), 1_640_700_422_954_100_142);
+    /// assert_eq!(HostDigits::decode(h.encode(16_407_004_229_541_001), 2), (1_640_700_422_954_100_100, 42));
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn encode(&self, stamp: u64) -> u64 {
         stamp.wrapping_mul(self.modulus).wrapping_add(self.host)
     }
@@ -330,6 +351,27 @@ impl<C: Clock> HostGenerator<C, crate::shm::HostStamp> {
     ///
     /// # Errors
     /// [`Error::StateFile`] when the file cannot be used; as [`HostGenerator::with_sequencer`].
+    ///
+    /// ```
+    /// use idforge::schemes::nanots::{HostDigits, HostGenerator};
+    /// use idforge::{StateOptions, SystemClock};
+    /// static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    /// let dir = std::env::temp_dir().join(format!(
+    ///     "idforge-doc-nanots-host-{}-{}", std::process::id(),
+    ///     N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
+    /// let state = StateOptions::new(dir.join("nanots-host.state"));
+    /// let policy = idforge::schemes::nanots::POLICY;
+    /// let a = HostGenerator::host_wide(HostDigits::new(7, 2)?, SystemClock::precise(), policy, &state)?;
+    /// let b = HostGenerator::host_wide(HostDigits::new(7, 2)?, SystemClock::precise(), policy, &state)?;
+    /// let first = a.next()?;
+    /// assert!(b.next()? > first); // one stamp for both
+    /// assert_eq!(first % 100, 7);
+    /// // The file is bound to its host id.
+    /// assert!(HostGenerator::host_wide(HostDigits::new(8, 2)?, SystemClock::precise(), policy, &state).is_err());
+    /// # drop((a, b));
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn host_wide(
         host: HostDigits,
         clock: C,
@@ -351,6 +393,15 @@ impl<C: Clock> HostGenerator<C, crate::shm::HostStamp> {
 
 impl<C: Clock, S: StampCell> HostGenerator<C, S> {
     /// The sequencer, taking the generator apart.
+    ///
+    /// ```
+    /// use idforge::schemes::nanots::HostGenerator;
+    /// let g = HostGenerator::new(5, 2)?;
+    /// let id = g.next()?;
+    /// let seq = g.into_sequencer();
+    /// assert_eq!(seq.last_stamp(), id / 100); // the stamp is the id without its host digits
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn into_sequencer(self) -> Sequencer<C, S> {
         self.seq
     }
@@ -425,11 +476,27 @@ impl<C: Clock, S: StampCell> HostGenerator<C, S> {
     }
 
     /// The host id and its digits.
+    ///
+    /// ```
+    /// use idforge::schemes::nanots::HostGenerator;
+    /// let g = HostGenerator::new(123, 3)?;
+    /// assert_eq!((g.host().host(), g.host().digits()), (123, 3));
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn host(&self) -> &HostDigits {
         &self.host
     }
 
     /// The sequencer.
+    ///
+    /// ```
+    /// use idforge::schemes::nanots::HostGenerator;
+    /// let g = HostGenerator::new(5, 2)?;
+    /// let id = g.next()?;
+    /// assert_eq!(g.sequencer().last_stamp() * 100 + 5, id);
+    /// assert_eq!(g.sequencer().timebase().tick_ns, 100);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn sequencer(&self) -> &Sequencer<C, S> {
         &self.seq
     }

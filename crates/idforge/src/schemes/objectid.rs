@@ -53,20 +53,49 @@ pub(crate) fn layout_named(name: &str) -> Layout {
 }
 
 /// The ObjectId layout.
+///
+/// ```
+/// let l = idforge::schemes::objectid::layout();
+/// assert_eq!((l.bits, l.tick_ns), (96, 1_000_000_000)); // 12 bytes, seconds
+/// assert_eq!(l.diagram(), "time(32) | node(40) | counter(24)");
+/// ```
 pub fn layout() -> Layout {
     layout_named("objectid")
 }
 
 /// An ObjectId: 12 bytes (the low 96 bits of the value).
+///
+/// ```
+/// use idforge::schemes::objectid::ObjectId;
+/// let id: ObjectId = "507f1f77bcf86cd799439011".parse()?; // MongoDB's documentation
+/// assert_eq!(id.unix_seconds(), 1_350_508_407); // 2012-10-17T21:13:27Z
+/// assert_eq!("507F1F77BCF86CD799439011".parse::<ObjectId>()?, id); // either case
+/// assert_eq!(id.to_string(), "507f1f77bcf86cd799439011");
+/// # Ok::<(), idforge::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ObjectId(pub u128);
 
 impl ObjectId {
     /// The value.
+    ///
+    /// ```
+    /// use idforge::schemes::objectid::ObjectId;
+    /// let id: ObjectId = "507f1f77bcf86cd799439011".parse()?;
+    /// assert_eq!(id.as_u128(), 0x507f1f77_bcf86cd799_439011);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn as_u128(self) -> u128 {
         self.0
     }
     /// The 12 bytes, as BSON stores them.
+    ///
+    /// ```
+    /// use idforge::schemes::objectid::ObjectId;
+    /// let id: ObjectId = "507f1f77bcf86cd799439011".parse()?;
+    /// assert_eq!(id.to_bytes(), [0x50, 0x7f, 0x1f, 0x77, 0xbc, 0xf8, 0x6c, 0xd7, 0x99, 0x43, 0x90, 0x11]);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn to_bytes(self) -> [u8; 12] {
         let b = self.0.to_be_bytes();
         let mut out = [0u8; 12];
@@ -74,12 +103,26 @@ impl ObjectId {
         out
     }
     /// From the 12 bytes.
+    ///
+    /// ```
+    /// use idforge::schemes::objectid::ObjectId;
+    /// let id = ObjectId::from_bytes([0x50, 0x7f, 0x1f, 0x77, 0xbc, 0xf8, 0x6c, 0xd7, 0x99, 0x43, 0x90, 0x11]);
+    /// assert_eq!(id.to_string(), "507f1f77bcf86cd799439011");
+    /// ```
     pub fn from_bytes(b: [u8; 12]) -> ObjectId {
         let mut full = [0u8; 16];
         full[4..].copy_from_slice(&b);
         ObjectId(u128::from_be_bytes(full))
     }
     /// The timestamp: Unix seconds.
+    ///
+    /// ```
+    /// use idforge::schemes::objectid::ObjectId;
+    /// use idforge::{Generator, ManualClock, Scheme};
+    /// let g = Generator::with_clock(&Scheme::ObjectId, Some(1), ManualClock::new(1_700_000_000_500_000_000), Scheme::ObjectId.default_policy())?;
+    /// assert_eq!(ObjectId(g.next()?).unix_seconds(), 1_700_000_000);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn unix_seconds(self) -> u32 {
         (self.0 >> 64) as u32
     }
@@ -102,6 +145,15 @@ impl std::str::FromStr for ObjectId {
 ///
 /// # Errors
 /// [`Error::MalformedId`] naming the length or the first character that is not hex.
+///
+/// ```
+/// use idforge::schemes::objectid::parse;
+/// assert_eq!(parse("000000000000000000000001")?, 1);
+/// let e = parse("507f1f77bcf86cd79943901").unwrap_err();
+/// assert!(e.to_string().contains("24 hex characters, not 23"));
+/// assert!(parse("507f1f77bcf86cd79943901g").is_err());
+/// # Ok::<(), idforge::Error>(())
+/// ```
 pub fn parse(s: &str) -> Result<u128, Error> {
     if s.len() != 24 {
         return Err(malformed(

@@ -36,6 +36,16 @@ use crate::text::{self, Format};
 use crate::ticker::TickerClock;
 
 /// Which clock an opened scheme reads.
+///
+/// ```
+/// use idforge::schemes::open::{ClockChoice, OpenOptions, Opened};
+/// let opts = OpenOptions { clock: ClockChoice::Precise, ..OpenOptions::default() };
+/// let g = Opened::open_name("uuid7", None, &opts)?;
+/// let (a, b) = (g.next()?, g.next()?);
+/// assert!(a < b);
+/// assert_eq!(ClockChoice::default(), ClockChoice::Auto);
+/// # Ok::<(), idforge::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ClockChoice {
     /// [`SystemClock::for_tick`] of the scheme's tick: the calibrated counter for millisecond
@@ -54,6 +64,15 @@ pub enum ClockChoice {
 }
 
 /// The system clock, the ticker, or a clock fixed at a time (backfills, reproducible examples).
+///
+/// ```
+/// use idforge::schemes::open::AnyClock;
+/// use idforge::{Clock, ManualClock, SystemClock};
+/// let fixed = AnyClock::Manual(ManualClock::new(1_000));
+/// assert_eq!(fixed.now_ns(), 1_000);
+/// let system = AnyClock::System(SystemClock::precise());
+/// assert!(system.now_ns() > 1_600_000_000_000_000_000);
+/// ```
 #[derive(Debug, Clone)]
 pub enum AnyClock {
     /// [`SystemClock`]: fast or precise.
@@ -100,6 +119,16 @@ impl Clock for AnyClock {
 }
 
 /// A stamp in this process (shared with forked children), or in a host-wide state file.
+///
+/// ```
+/// use idforge::schemes::open::AnyCell;
+/// use idforge::{ProcessStamp, StampCell};
+/// let cell = AnyCell::Process(ProcessStamp::new()?);
+/// assert_eq!(cell.load(), 0);
+/// while cell.compare_exchange_weak(0, 9).is_err() {}
+/// assert_eq!(cell.load(), 9);
+/// # Ok::<(), idforge::Error>(())
+/// ```
 pub enum AnyCell {
     /// [`ProcessStamp`].
     Process(ProcessStamp),
@@ -175,6 +204,20 @@ impl StampCell for AnyCell {
 
 /// Everything a scheme may be opened with. Each kind takes the fields that apply to it and
 /// refuses the others ([`Error::NotApplicable`]), so a setting is never silently ignored.
+///
+/// ```
+/// use idforge::schemes::open::{OpenOptions, Opened};
+/// // A fixed clock at 2024-01-01T00:00:00Z and node 3: reproducible ids.
+/// let opts = OpenOptions { node: Some(3), at_ns: Some(1_704_067_200_000_000_000), ..OpenOptions::default() };
+/// let g = Opened::open_name("snowflake", None, &opts)?;
+/// let first = g.next()?;
+/// assert_eq!(first, ((1_704_067_200_000 - 1_288_834_974_657) << 22) | (3 << 12));
+/// assert_eq!(g.next()?, first + 1);
+/// // A setting the scheme does not take is refused, not ignored.
+/// let e = Opened::open_name("locality", None, &opts).unwrap_err();
+/// assert!(matches!(e, idforge::Error::NotApplicable { .. }));
+/// # Ok::<(), idforge::Error>(())
+/// ```
 #[derive(Clone, Default)]
 pub struct OpenOptions {
     /// The node id (layouts with a node field), the tag (nanots) or the host id (nanots-host).
@@ -222,6 +265,14 @@ impl std::fmt::Debug for OpenOptions {
 }
 
 /// A generator of any scheme, opened by [`Opened::open`].
+///
+/// ```
+/// use idforge::schemes::open::{OpenOptions, Opened};
+/// let g = Opened::open_name("ulid", None, &OpenOptions::default())?;
+/// let text = g.render(g.next()?, g.text_format(None)?);
+/// assert_eq!(text.len(), 26); // Crockford base32
+/// # Ok::<(), idforge::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct Opened {
     kind: Kind,
@@ -248,6 +299,16 @@ enum Inner {
 
 /// How ids are written as text: one of [`Format`], TypeID text with its prefix, or nanots's
 /// timestamp text.
+///
+/// ```
+/// use idforge::schemes::open::{OpenOptions, Opened, TextFormat};
+/// use idforge::text::Format;
+/// let g = Opened::open_name("nanots", None, &OpenOptions { at_ns: Some(1_640_700_422_954_100_128), ..OpenOptions::default() })?;
+/// assert_eq!(g.text_format(None)?, TextFormat::Plain(Format::Dec));
+/// assert_eq!(g.text_format(Some("time"))?, TextFormat::Time);
+/// assert!(g.render(g.next()?, TextFormat::Time).starts_with("2021-12-28T14:07:02.9541"));
+/// # Ok::<(), idforge::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TextFormat {
     /// A [`Format`] ([`Format::TypeId`] is always [`TextFormat::TypeId`]).
@@ -269,6 +330,15 @@ impl Kind {
     ///
     /// # Errors
     /// Bad host digits for nanots-host.
+    ///
+    /// ```
+    /// use idforge::schemes::catalog::Kind;
+    /// use idforge::schemes::open::OpenOptions;
+    /// let tb = Kind::from_name("snowflake", None)?.timebase(&OpenOptions::default())?.unwrap();
+    /// assert_eq!((tb.tick_ns, tb.counter_bits), (1_000_000, 12));
+    /// assert_eq!(Kind::Locality.timebase(&OpenOptions::default())?, None); // no sequencer
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn timebase(
         &self,
         opts: &OpenOptions,
@@ -284,6 +354,14 @@ impl Kind {
     }
 
     /// Whether the scheme has a node id (or nanots-host host id) a fleet can lease.
+    ///
+    /// ```
+    /// use idforge::schemes::catalog::Kind;
+    /// assert!(Kind::from_name("snowflake", None)?.leases_node());
+    /// assert!(Kind::NanoTsHost.leases_node());
+    /// assert!(!Kind::from_name("uuid7", None)?.leases_node());
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn leases_node(&self) -> bool {
         matches!(
             self.identity(),
@@ -296,6 +374,16 @@ impl Kind {
     ///
     /// # Errors
     /// Bad host digits for nanots-host.
+    ///
+    /// ```
+    /// use idforge::schemes::catalog::Kind;
+    /// use idforge::schemes::open::OpenOptions;
+    /// assert_eq!(Kind::from_name("snowflake", None)?.max_node(&OpenOptions::default())?, Some(1023));
+    /// let three = OpenOptions { host_digits: Some(3), ..OpenOptions::default() };
+    /// assert_eq!(Kind::NanoTsHost.max_node(&three)?, Some(999));
+    /// assert_eq!(Kind::Uuid4.max_node(&three)?, None);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn max_node(&self, opts: &OpenOptions) -> Result<Option<u64>, Error> {
         Ok(match self.identity() {
             crate::schemes::catalog::Identity::Node { max } => Some(max),
@@ -312,6 +400,18 @@ impl Kind {
     /// # Errors
     /// [`Error::NotApplicable`] for a kind that cannot be host-wide, and the errors of
     /// [`crate::default_state_dir`].
+    ///
+    /// ```
+    /// use idforge::schemes::catalog::Kind;
+    /// use idforge::schemes::open::OpenOptions;
+    /// let kind = Kind::from_name("snowflake", None)?;
+    /// if let Ok(path) = kind.default_state_path(&OpenOptions { node: Some(7), ..OpenOptions::default() }) {
+    ///     assert!(path.ends_with("snowflake-node7.state"));
+    /// }
+    /// assert!(matches!(Kind::Locality.default_state_path(&OpenOptions::default()),
+    ///                  Err(idforge::Error::NotApplicable { .. })));
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn default_state_path(&self, opts: &OpenOptions) -> Result<PathBuf, Error> {
         match self {
             Kind::Layout(s) if self.host_wide() => {
@@ -352,6 +452,18 @@ impl Opened {
     /// [`Error::NotApplicable`] for a setting the kind does not take (a node for locality, a
     /// state file for uprotocol-v8, ...); the errors of the kind's constructor (a missing or
     /// out-of-range node, an epoch after the clock, a state file that cannot be trusted, ...).
+    ///
+    /// ```
+    /// use idforge::schemes::catalog::Kind;
+    /// use idforge::schemes::open::{OpenOptions, Opened};
+    /// let kind = Kind::from_name("snowflake", None)?;
+    /// let g = Opened::open(&kind, &OpenOptions { node: Some(7), ..OpenOptions::default() })?;
+    /// assert_eq!((g.next()? >> 12) & 1023, 7);
+    /// // Snowflake needs a node id, and idforge never picks one for you.
+    /// let e = Opened::open(&kind, &OpenOptions::default()).unwrap_err();
+    /// assert!(matches!(e, idforge::Error::NodeRequired { max: 1023, .. }));
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn open(kind: &Kind, opts: &OpenOptions) -> Result<Opened, Error> {
         let clock = match opts.at_ns {
             Some(t) => AnyClock::Manual(ManualClock::new(t)),
@@ -531,6 +643,14 @@ impl Opened {
     ///
     /// # Errors
     /// Those of [`Kind::from_name`] and [`Opened::open`].
+    ///
+    /// ```
+    /// use idforge::schemes::open::{OpenOptions, Opened};
+    /// let g = Opened::open_name("custom", Some("time:48,counter:16"), &OpenOptions::default())?;
+    /// assert_eq!(g.bits(), 64);
+    /// assert!(Opened::open_name("snowflak", None, &OpenOptions::default()).is_err());
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn open_name(
         name: &str,
         layout: Option<&str>,
@@ -540,16 +660,38 @@ impl Opened {
     }
 
     /// The scheme's kind.
+    ///
+    /// ```
+    /// use idforge::schemes::catalog::Kind;
+    /// use idforge::schemes::open::{OpenOptions, Opened};
+    /// let g = Opened::open_name("locality", None, &OpenOptions::default())?;
+    /// assert_eq!(g.kind(), &Kind::Locality);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn kind(&self) -> &Kind {
         &self.kind
     }
 
     /// The scheme's name.
+    ///
+    /// ```
+    /// use idforge::schemes::open::{OpenOptions, Opened};
+    /// assert_eq!(Opened::open_name("UUID7", None, &OpenOptions::default())?.name(), "uuid7");
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn name(&self) -> &str {
         self.kind.name()
     }
 
     /// Width of an id in bits.
+    ///
+    /// ```
+    /// use idforge::schemes::open::{OpenOptions, Opened};
+    /// let o = OpenOptions::default();
+    /// assert_eq!(Opened::open_name("objectid", None, &OpenOptions { node: Some(1), ..o.clone() })?.bits(), 96);
+    /// assert_eq!(Opened::open_name("uuid4", None, &o)?.bits(), 128);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn bits(&self) -> u32 {
         match &self.inner {
             Inner::Process(g) => g.layout().bits,
@@ -565,6 +707,14 @@ impl Opened {
     }
 
     /// Whether ids are UUIDs (have a version and variant).
+    ///
+    /// ```
+    /// use idforge::schemes::open::{OpenOptions, Opened};
+    /// let o = OpenOptions::default();
+    /// assert!(Opened::open_name("uuid7", None, &o)?.is_uuid());
+    /// assert!(!Opened::open_name("ulid", None, &o)?.is_uuid()); // 128 bits, no version field
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn is_uuid(&self) -> bool {
         match &self.kind {
             Kind::Layout(s) => s.uuid_version().is_some(),
@@ -574,6 +724,15 @@ impl Opened {
     }
 
     /// The family of the ids (which typed id holds them).
+    ///
+    /// ```
+    /// use idforge::schemes::open::{OpenOptions, Opened};
+    /// use idforge::IdFamily;
+    /// let o = OpenOptions { node: Some(1), ..OpenOptions::default() };
+    /// assert_eq!(Opened::open_name("uuid7", None, &OpenOptions::default())?.family(), IdFamily::Uuid);
+    /// assert_eq!(Opened::open_name("snowflake", None, &o)?.family(), IdFamily::Id64);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn family(&self) -> IdFamily {
         match &self.kind {
             Kind::Layout(s) => crate::generator::SchemeSpec::family(s),
@@ -586,6 +745,15 @@ impl Opened {
     ///
     /// # Errors
     /// The generator's: the clock behind the last id, the time field run out, a lost state file.
+    ///
+    /// ```
+    /// use idforge::schemes::open::{OpenOptions, Opened};
+    /// let g = Opened::open_name("uuid7", None, &OpenOptions::default())?;
+    /// let (a, b) = (g.next()?, g.next()?);
+    /// assert!(a < b);
+    /// assert_eq!((a >> 76) & 0xF, 7); // the version
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn next(&self) -> Result<u128, Error> {
         match &self.inner {
             Inner::Process(g) => g.next(),
@@ -605,6 +773,16 @@ impl Opened {
     ///
     /// # Errors
     /// As [`Opened::next`]; ids emitted before an error were issued and are unique.
+    ///
+    /// ```
+    /// use idforge::schemes::open::{OpenOptions, Opened};
+    /// let g = Opened::open_name("tsid", None, &OpenOptions { node: Some(1), ..OpenOptions::default() })?;
+    /// let mut ids = Vec::new();
+    /// g.take(2_000, |id| ids.push(id))?;
+    /// assert_eq!(ids.len(), 2_000);
+    /// assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn take(&self, n: u64, emit: impl FnMut(u128)) -> Result<(), Error> {
         // A few ids (a service's usual request) are not worth zeroing 16 KB for.
         if n <= 64 {
@@ -637,6 +815,14 @@ impl Opened {
     }
 
     /// How far the last id is ahead of the wall clock (zero for locality and uuid4).
+    ///
+    /// ```
+    /// use idforge::schemes::open::{OpenOptions, Opened};
+    /// let g = Opened::open_name("uuid4", None, &OpenOptions::default())?;
+    /// g.next()?;
+    /// assert_eq!(g.lead(), std::time::Duration::ZERO); // no clock, nothing to lead
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn lead(&self) -> Duration {
         match &self.inner {
             Inner::Process(g) => g.sequencer().lead(),
@@ -652,6 +838,23 @@ impl Opened {
     }
 
     /// The state file the stamp is in, for host-wide generators.
+    ///
+    /// ```
+    /// use idforge::schemes::open::{OpenOptions, Opened};
+    /// use idforge::StateOptions;
+    /// static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    /// let dir = std::env::temp_dir().join(format!(
+    ///     "idforge-doc-state-path-{}-{}", std::process::id(),
+    ///     N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
+    /// let path = dir.join("uuid7.state");
+    /// let opts = OpenOptions { state: Some(StateOptions::new(&path)), ..OpenOptions::default() };
+    /// let g = Opened::open_name("uuid7", None, &opts)?;
+    /// assert_eq!(g.state_path(), Some(path.as_path()));
+    /// assert_eq!(Opened::open_name("uuid7", None, &OpenOptions::default())?.state_path(), None);
+    /// # drop(g);
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn state_path(&self) -> Option<&std::path::Path> {
         #[cfg(feature = "host-wide")]
         {
@@ -676,6 +879,16 @@ impl Opened {
     /// # Errors
     /// [`Error::InvalidFormat`] for an unknown name or one this scheme's ids cannot be written in
     /// (a 64-bit id as a UUID, `time` for a scheme whose ids are not timestamps).
+    ///
+    /// ```
+    /// use idforge::schemes::open::{OpenOptions, Opened, TextFormat};
+    /// use idforge::text::Format;
+    /// let g = Opened::open_name("snowflake", None, &OpenOptions { node: Some(1), ..OpenOptions::default() })?;
+    /// assert_eq!(g.text_format(None)?, TextFormat::Plain(Format::Dec));
+    /// assert_eq!(g.text_format(Some("HEX"))?, TextFormat::Plain(Format::Hex));
+    /// assert!(g.text_format(Some("uuid")).is_err()); // a 64-bit id is not a UUID
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn text_format(&self, requested: Option<&str>) -> Result<TextFormat, Error> {
         self.text_format_prefixed(requested, None)
     }
@@ -754,6 +967,15 @@ impl Opened {
     }
 
     /// An id as text.
+    ///
+    /// ```
+    /// use idforge::schemes::open::{OpenOptions, Opened};
+    /// let g = Opened::open_name("uuid7", None, &OpenOptions::default())?;
+    /// let id = 0x0190_1234_5678_7abc_8def_0123_4567_89ab;
+    /// assert_eq!(g.render(id, g.text_format(None)?), "01901234-5678-7abc-8def-0123456789ab");
+    /// assert_eq!(g.render(id, g.text_format(Some("hex"))?), "0190123456787abc8def0123456789ab");
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn render(&self, id: u128, format: TextFormat) -> String {
         match format {
             TextFormat::Time => nanots::format(id as u64),

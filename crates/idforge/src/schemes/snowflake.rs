@@ -92,6 +92,15 @@ pub fn instagram() -> Layout {
 }
 
 /// Twitter Snowflake: `0 | time(41) | node(10) | sequence(12)`.
+///
+/// ```
+/// use idforge::schemes::snowflake::{twitter, TWITTER_EPOCH_NS};
+/// let l = twitter();
+/// let p = l.decode(1_541_815_603_606_036_480); // a published tweet id
+/// assert_eq!((p.node, p.counter), (378, 0));
+/// assert_eq!(l.unix_ns_of(p.ticks), 1_656_432_460_105_000_000); // 2022-06-28T16:07:40.105Z
+/// assert_eq!(l.epoch_ns, TWITTER_EPOCH_NS);
+/// ```
 pub fn twitter() -> Layout {
     Layout::builder("snowflake", 64)
         .time(Field::at(22, 41))
@@ -103,6 +112,13 @@ pub fn twitter() -> Layout {
 }
 
 /// Sonyflake: `0 | time(39) | sequence(8) | machine(16)` in 10 ms ticks.
+///
+/// ```
+/// use idforge::schemes::snowflake::sonyflake;
+/// let l = sonyflake();
+/// assert_eq!(l.diagram(), "0(1) | time(39) | counter(8) | node(16)");
+/// assert_eq!(l.ids_per_second(), 25_600.0); // 256 per 10 ms
+/// ```
 pub fn sonyflake() -> Layout {
     Layout::builder("sonyflake", 64)
         .time(Field::at(24, 39))

@@ -44,6 +44,12 @@ pub const NODE_BITS: u32 = 10;
 pub const COUNTER_BITS: u32 = 12;
 
 /// The TSID layout with tsid-creator's default 10 node bits.
+///
+/// ```
+/// let l = idforge::schemes::tsid::layout();
+/// assert_eq!(l.diagram(), "time(42) | node(10) | counter(12)");
+/// assert_eq!(l.unix_ns_of(0), 1_577_836_800_000_000_000); // 2020-01-01T00:00:00Z
+/// ```
 pub fn layout() -> Layout {
     Layout::builder("tsid", 64)
         .time(Field::at(22, 42))
@@ -55,19 +61,50 @@ pub fn layout() -> Layout {
 }
 
 /// A TSID: 64 bits; text as tsid-creator writes it.
+///
+/// ```
+/// use idforge::schemes::tsid::Tsid;
+/// let id: Tsid = "0AWE5HZP3SKTK".parse()?;
+/// assert_eq!(id.as_u64(), 392_311_864_492_347_219);
+/// assert_eq!(id.unix_ms(), 1_671_371_237_296); // 2022-12-18T13:47:17.296Z
+/// assert_eq!(id.to_string(), "0AWE5HZP3SKTK");
+/// # Ok::<(), idforge::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Tsid(pub u64);
 
 impl Tsid {
     /// The value (tsid-creator's `toLong`).
+    ///
+    /// ```
+    /// use idforge::schemes::tsid::Tsid;
+    /// use idforge::{Generator, Scheme};
+    /// let g = Generator::new(&Scheme::Tsid, Some(5))?;
+    /// let id = Tsid(g.next()? as u64);
+    /// assert_eq!((id.as_u64() >> 12) & 1023, 5); // the node
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn as_u64(self) -> u64 {
         self.0
     }
     /// Unix milliseconds (tsid-creator's `getUnixMilliseconds`).
+    ///
+    /// ```
+    /// use idforge::schemes::tsid::Tsid;
+    /// assert_eq!(Tsid(0).unix_ms(), 1_577_836_800_000); // the epoch, 2020-01-01
+    /// assert_eq!(Tsid(1 << 22).unix_ms(), 1_577_836_800_001);
+    /// ```
     pub fn unix_ms(self) -> u64 {
         (self.0 >> 22) + EPOCH_NS / 1_000_000
     }
     /// The lowercase text (tsid-creator's `toLowerCase`).
+    ///
+    /// ```
+    /// use idforge::schemes::tsid::Tsid;
+    /// let id: Tsid = "0AWE5HZP3SKTK".parse()?;
+    /// assert_eq!(id.to_lower(), "0awe5hzp3sktk");
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn to_lower(self) -> String {
         self.to_string().to_ascii_lowercase()
     }

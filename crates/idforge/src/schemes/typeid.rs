@@ -46,6 +46,12 @@ use crate::schemes::Scheme;
 use crate::text::{self, TypeIdPrefix};
 
 /// The TypeID layout: uuid7's.
+///
+/// ```
+/// let l = idforge::schemes::typeid::layout();
+/// assert_eq!(l.name, "typeid");
+/// assert_eq!(l.diagram(), idforge::Scheme::Uuid7.layout().diagram()); // uuid7's bits
+/// ```
 pub fn layout() -> Layout {
     let mut l = super::uuid7::layout();
     l.name = "typeid".into();
@@ -53,6 +59,16 @@ pub fn layout() -> Layout {
 }
 
 /// A TypeID: a checked prefix and a 128-bit UUID.
+///
+/// ```
+/// use idforge::schemes::typeid::TypeId;
+/// // A TypeID of the spec (prefix "user") and the UUID its suffix holds.
+/// let id: TypeId = "user_01h455vb4pex5vsknk084sn02q".parse()?;
+/// assert_eq!(id.prefix(), "user");
+/// assert_eq!(id.uuid(), 0x01890a5d_ac96_774b_bcce_b302099a8057);
+/// assert!("User_01h455vb4pex5vsknk084sn02q".parse::<TypeId>().is_err()); // prefixes are lowercase
+/// # Ok::<(), idforge::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TypeId {
     prefix: TypeIdPrefix,
@@ -64,6 +80,14 @@ impl TypeId {
     ///
     /// # Errors
     /// [`Error::InvalidFormat`] for a prefix the spec does not allow.
+    ///
+    /// ```
+    /// use idforge::schemes::typeid::TypeId;
+    /// let id = TypeId::new("user", 0x01890a5d_ac96_774b_bcce_b302099a8057)?;
+    /// assert_eq!(id.to_string(), "user_01h455vb4pex5vsknk084sn02q");
+    /// assert!(matches!(TypeId::new("user-1", 0), Err(idforge::Error::InvalidFormat(_))));
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn new(prefix: &str, uuid: u128) -> Result<TypeId, Error> {
         Ok(TypeId {
             prefix: TypeIdPrefix::new(prefix)?,
@@ -71,14 +95,35 @@ impl TypeId {
         })
     }
     /// The prefix (possibly empty).
+    ///
+    /// ```
+    /// use idforge::schemes::typeid::TypeId;
+    /// assert_eq!(TypeId::new("", 1)?.prefix(), "");
+    /// assert_eq!(TypeId::new("", 1)?.to_string(), "00000000000000000000000001"); // no separator
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn prefix(&self) -> &str {
         self.prefix.as_str()
     }
     /// The UUID the suffix holds.
+    ///
+    /// ```
+    /// use idforge::schemes::typeid::typeid;
+    /// let id = typeid("order")?;
+    /// assert_eq!((id.uuid() >> 76) & 0xF, 7); // a UUIDv7
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn uuid(&self) -> u128 {
         self.uuid
     }
     /// The suffix: 26 characters.
+    ///
+    /// ```
+    /// use idforge::schemes::typeid::TypeId;
+    /// let id = TypeId::new("user", 0x01890a5d_ac96_774b_bcce_b302099a8057)?;
+    /// assert_eq!(id.suffix().as_str(), "01h455vb4pex5vsknk084sn02q");
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn suffix(&self) -> text::Text {
         text::encode(self.uuid, 128, text::Format::TypeId)
     }
@@ -104,6 +149,15 @@ impl std::str::FromStr for TypeId {
 ///
 /// # Errors
 /// A prefix the spec does not allow ([`Error::InvalidFormat`]); otherwise as [`crate::uuid7()`].
+///
+/// ```
+/// use idforge::schemes::typeid::typeid;
+/// let (a, b) = (typeid("user")?, typeid("user")?);
+/// assert!(a.uuid() < b.uuid());
+/// assert!(a.to_string().starts_with("user_0"));
+/// assert!(typeid("User").is_err());
+/// # Ok::<(), idforge::Error>(())
+/// ```
 pub fn typeid(prefix: &str) -> Result<TypeId, Error> {
     static GEN: OnceLock<Generator> = OnceLock::new();
     let prefix = TypeIdPrefix::new(prefix)?;

@@ -51,6 +51,12 @@ pub const COUNTER_BITS: u32 = 16;
 pub const RANDOM_BITS: u32 = 64;
 
 /// The ULID layout: time, then the counter and random bits in the spec's randomness.
+///
+/// ```
+/// let l = idforge::schemes::ulid::layout();
+/// assert_eq!(l.diagram(), "time(48) | counter(16) | random(64)");
+/// assert_eq!(l, idforge::Scheme::Ulid.layout());
+/// ```
 pub fn layout() -> Layout {
     Layout::builder("ulid", 128)
         .time(Field::at(128 - TIME_BITS, TIME_BITS))
@@ -61,27 +67,75 @@ pub fn layout() -> Layout {
 }
 
 /// A ULID: 128 bits, text as the spec writes it.
+///
+/// ```
+/// use idforge::schemes::ulid::Ulid;
+/// let id: Ulid = "01ARZ3NDEKTSV4RRFFQ69G5FAV".parse()?; // the spec's example
+/// assert_eq!(id.unix_ms(), 1_469_922_850_259); // 2016-07-30T23:54:10.259Z
+/// assert_eq!("01arz3ndektsv4rrffq69g5fav".parse::<Ulid>()?, id); // case-insensitive
+/// assert_eq!(id.to_string(), "01ARZ3NDEKTSV4RRFFQ69G5FAV");
+/// # Ok::<(), idforge::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Ulid(pub u128);
 
 impl Ulid {
     /// The value.
+    ///
+    /// ```
+    /// use idforge::schemes::ulid::Ulid;
+    /// assert_eq!("00000000000000000000000001".parse::<Ulid>()?.as_u128(), 1);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn as_u128(self) -> u128 {
         self.0
     }
     /// The spec's binary form: 16 bytes, most significant first.
+    ///
+    /// ```
+    /// use idforge::schemes::ulid::Ulid;
+    /// let id: Ulid = "01ARZ3NDEKTSV4RRFFQ69G5FAV".parse()?;
+    /// assert_eq!(id.to_bytes()[..6], [0x01, 0x56, 0x3e, 0x3a, 0xb5, 0xd3]); // the 48-bit time first
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn to_bytes(self) -> [u8; 16] {
         self.0.to_be_bytes()
     }
     /// From the spec's binary form.
+    ///
+    /// ```
+    /// use idforge::schemes::ulid::Ulid;
+    /// let id: Ulid = "01ARZ3NDEKTSV4RRFFQ69G5FAV".parse()?;
+    /// assert_eq!(Ulid::from_bytes(id.to_bytes()), id);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn from_bytes(b: [u8; 16]) -> Ulid {
         Ulid(u128::from_be_bytes(b))
     }
     /// The time field: Unix milliseconds.
+    ///
+    /// ```
+    /// use idforge::schemes::ulid;
+    /// use idforge::{Clock, WallClock};
+    /// let before = WallClock.now_ns() / 1_000_000;
+    /// let id = ulid::ulid()?;
+    /// let after = WallClock.now_ns() / 1_000_000;
+    /// // The generator reads the fast clock, within 50 µs of the system's: allow 1 ms either side.
+    /// assert!(before <= id.unix_ms() + 1 && id.unix_ms() <= after + 1);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn unix_ms(self) -> u64 {
         (self.0 >> (128 - TIME_BITS)) as u64
     }
     /// The 80 bits after the time (idforge's counter is their top 16 bits).
+    ///
+    /// ```
+    /// use idforge::schemes::ulid::Ulid;
+    /// let id: Ulid = "01ARZ3NDEKTSV4RRFFQ69G5FAV".parse()?;
+    /// assert_eq!(id.randomness(), id.as_u128() & ((1 << 80) - 1));
+    /// assert_eq!(id.randomness() >> 64, 54_902); // where idforge's counter sits
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn randomness(self) -> u128 {
         self.0 & ((1u128 << 80) - 1)
     }
@@ -106,6 +160,14 @@ impl std::str::FromStr for Ulid {
 /// # Errors
 /// [`Error::MalformedId`] naming the length, the character outside the alphabet, or the
 /// overflowing first character.
+///
+/// ```
+/// use idforge::schemes::ulid::parse;
+/// assert_eq!(parse("7ZZZZZZZZZZZZZZZZZZZZZZZZZ")?, u128::MAX);
+/// assert!(parse(" 01ARZ3NDEKTSV4RRFFQ69G5FAV").is_err()); // not trimmed
+/// assert!(parse("01ARZ3NDEKTSV4RRFFQ69G5FAL").is_err()); // L is not in the alphabet
+/// # Ok::<(), idforge::Error>(())
+/// ```
 pub fn parse(s: &str) -> Result<u128, Error> {
     if s.trim() != s {
         return Err(crate::error::malformed(
@@ -122,6 +184,13 @@ pub fn parse(s: &str) -> Result<u128, Error> {
 /// # Errors
 /// As [`crate::uuid7()`]: a shared page that cannot be mapped on first use, the clock stepped
 /// back by more than a second, the time field run out (10889).
+///
+/// ```
+/// let (a, b) = (idforge::schemes::ulid::ulid()?, idforge::schemes::ulid::ulid()?);
+/// assert!(a < b); // increasing within the process
+/// assert_eq!(a.to_string().len(), 26);
+/// # Ok::<(), idforge::Error>(())
+/// ```
 pub fn ulid() -> Result<Ulid, Error> {
     static GEN: OnceLock<Generator> = OnceLock::new();
     let g = match GEN.get() {

@@ -26,6 +26,12 @@
 use crate::layout::{Field, Layout};
 
 /// The uProtocol UUIDv7 layout.
+///
+/// ```
+/// let l = idforge::schemes::uprotocol::layout();
+/// assert_eq!(l.ids_per_tick(), 4096); // a 12-bit counter per millisecond
+/// assert_eq!(l.diagram(), "time(48) | ver=7 | counter(12) | var=10 | random(62)");
+/// ```
 pub fn layout() -> Layout {
     Layout::builder("uprotocol", 128)
         .time(Field::at(80, 48))
@@ -38,21 +44,46 @@ pub fn layout() -> Layout {
 }
 
 /// Splits a UUID into the most and least significant 64 bits, as uProtocol messages carry it.
+///
+/// ```
+/// use idforge::schemes::uprotocol::to_msb_lsb;
+/// assert_eq!(to_msb_lsb(0x0190_1234_5678_7abc_8def_0123_4567_89ab),
+///            (0x0190_1234_5678_7abc, 0x8def_0123_4567_89ab));
+/// ```
 pub fn to_msb_lsb(id: u128) -> (u64, u64) {
     ((id >> 64) as u64, id as u64)
 }
 
 /// Joins uProtocol's `msb`/`lsb` pair into a UUID.
+///
+/// ```
+/// use idforge::schemes::uprotocol::{from_msb_lsb, to_msb_lsb};
+/// let id = 0x0190_1234_5678_7abc_8def_0123_4567_89ab;
+/// let (msb, lsb) = to_msb_lsb(id);
+/// assert_eq!(from_msb_lsb(msb, lsb), id);
+/// ```
 pub fn from_msb_lsb(msb: u64, lsb: u64) -> u128 {
     ((msb as u128) << 64) | lsb as u128
 }
 
 /// Whether a UUID is a valid uProtocol UUID: version 7 and variant `0b10`.
+///
+/// ```
+/// use idforge::schemes::uprotocol::is_valid;
+/// assert!(is_valid(0x0190_1234_5678_7abc_8def_0123_4567_89ab)); // version 7, variant 10
+/// assert!(!is_valid(0x0190_1234_5678_4abc_8def_0123_4567_89ab)); // version 4
+/// ```
 pub fn is_valid(id: u128) -> bool {
     (id >> 76) & 0xF == 7 && (id >> 62) & 0b11 == 0b10
 }
 
 /// The creation time in milliseconds since the Unix epoch, if the UUID is valid.
+///
+/// ```
+/// use idforge::schemes::uprotocol::time_ms;
+/// assert_eq!(time_ms(0x0190_1234_5678_7abc_8def_0123_4567_89ab), Some(0x0190_1234_5678));
+/// assert_eq!(time_ms(0), None);
+/// ```
 pub fn time_ms(id: u128) -> Option<u64> {
     is_valid(id).then_some((id >> 80) as u64)
 }

@@ -36,6 +36,11 @@ use crate::sequencer::Sequencer;
 use crate::shm::ProcessStamp;
 
 /// The legacy uProtocol UUIDv8 layout; `rand_b` is the layout's node field.
+///
+/// ```
+/// let l = idforge::schemes::uprotocol_v8::layout();
+/// assert_eq!(l.diagram(), "time(48) | ver=8 | counter(12) | var=10 | node(62)");
+/// ```
 pub fn layout() -> Layout {
     Layout::builder("uprotocol-v8", 128)
         .time(Field::at(80, 48))
@@ -101,6 +106,14 @@ pub fn next() -> Result<u128, Error> {
 }
 
 /// This process's `rand_b`.
+///
+/// ```
+/// use idforge::schemes::uprotocol_v8::{next, rand_b};
+/// let id = next()?;
+/// assert_eq!(id as u64 & ((1 << 62) - 1), rand_b()); // the same in every id of the process
+/// assert_eq!(rand_b() >> 62, 0);
+/// # Ok::<(), idforge::Error>(())
+/// ```
 pub fn rand_b() -> u64 {
     generator().layout().node.extract(generator().encode(0)) as u64
 }

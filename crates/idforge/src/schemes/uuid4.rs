@@ -28,12 +28,26 @@ use crate::generator::{random_u128, RandomSource};
 pub const DIAGRAM: &str = "random_a(48) | ver=4 | random_b(12) | var=10 | random_c(62)";
 
 /// A UUIDv4 of 128 random bits: the version and variant written over 6 of them.
+///
+/// ```
+/// use idforge::schemes::uuid4::from_random;
+/// assert_eq!(from_random(u128::MAX), 0xffffffff_ffff_4fff_bfff_ffffffffffff);
+/// assert_eq!(from_random(0), 0x00000000_0000_4000_8000_000000000000);
+/// ```
 pub fn from_random(bits: u128) -> u128 {
     let v = bits & !(0xF << 76) | 4 << 76;
     v & !(0b11 << 62) | 0b10 << 62
 }
 
 /// A new UUIDv4 from the calling thread's secure generator.
+///
+/// ```
+/// use idforge::schemes::uuid4::uuid4;
+/// let (a, b) = (uuid4(), uuid4());
+/// assert_ne!(a, b);
+/// assert_eq!((a >> 76) & 0xF, 4);
+/// assert_eq!((a >> 62) & 0b11, 0b10);
+/// ```
 pub fn uuid4() -> u128 {
     from_random(random_u128(RandomSource::Secure))
 }

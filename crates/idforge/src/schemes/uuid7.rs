@@ -37,6 +37,12 @@ pub const TIME_BITS: u32 = 48;
 pub const COUNTER_BITS: u32 = 16;
 
 /// The UUIDv7 layout with a 16-bit counter.
+///
+/// ```
+/// let l = idforge::schemes::uuid7::layout();
+/// assert_eq!(l.ids_per_tick(), 65_536); // a 16-bit counter per millisecond
+/// assert!(l.is_time_ordered());
+/// ```
 pub fn layout() -> Layout {
     Layout::builder("uuid7", 128)
         .time(Field::at(80, TIME_BITS))
