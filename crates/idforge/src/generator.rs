@@ -512,17 +512,38 @@ pub struct GeneratorBuilder<'a, Sp: SchemeSpec, C: Clock> {
 
 impl<'a, Sp: SchemeSpec, C: Clock> GeneratorBuilder<'a, Sp, C> {
     /// The node id, for schemes with a node field (required there, refused elsewhere).
+    ///
+    /// ```
+    /// use idforge::{Error, Generator, Scheme};
+    /// assert!(matches!(Generator::builder(&Scheme::Snowflake).build(), Err(Error::NodeRequired { .. })));
+    /// assert!(Generator::builder(&Scheme::Snowflake).node(1023).build().is_ok());
+    /// ```
     pub fn node(self, node: u64) -> Self {
         self.node_opt(Some(node))
     }
 
     /// The node id, or none (as [`GeneratorBuilder::node`], for callers that hold an `Option`).
+    ///
+    /// ```
+    /// use idforge::{Generator, Scheme};
+    /// let from_config: Option<u64> = Some(12);
+    /// let g = Generator::builder(&Scheme::Snowflake).node_opt(from_config).build()?;
+    /// assert_eq!(g.next_id64()?.decode(&Scheme::Snowflake)?.node, Some(12));
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn node_opt(mut self, node: Option<u64>) -> Self {
         self.node = node;
         self
     }
 
     /// The clock (default: the system clock for the scheme's tick, [`SystemClock::for_tick`]).
+    ///
+    /// ```
+    /// use idforge::{Generator, ManualClock, Scheme};
+    /// let g = Generator::builder(&Scheme::GlobalId).node(1).clock(ManualClock::new(1_700_000_000_000_000_000)).build()?;
+    /// assert_eq!(g.next_id64()?.timestamp(&Scheme::GlobalId)?.as_second(), 1_700_000_000);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn clock<D: Clock>(self, clock: D) -> GeneratorBuilder<'a, Sp, D> {
         GeneratorBuilder {
             scheme: self.scheme,
@@ -535,12 +556,26 @@ impl<'a, Sp: SchemeSpec, C: Clock> GeneratorBuilder<'a, Sp, C> {
 
     /// What to do when a tick's counter runs out or the clock steps back (default: the
     /// scheme's [`SchemeSpec::default_policy`]).
+    ///
+    /// ```
+    /// use idforge::{Generator, Policy, Scheme};
+    /// let g = Generator::builder(&Scheme::Sonyflake).node(1).policy(Policy::UNBOUNDED).build()?;
+    /// assert!(g.next()? > 0);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn policy(mut self, policy: Policy) -> Self {
         self.policy = Some(policy);
         self
     }
 
     /// Where random bits come from (default: [`RandomSource::Secure`]).
+    ///
+    /// ```
+    /// use idforge::{Generator, RandomSource, Scheme};
+    /// let g = Generator::builder(&Scheme::Uuid7).random(RandomSource::Fast).build()?;
+    /// assert_eq!(g.random_source(), RandomSource::Fast);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn random(mut self, source: RandomSource) -> Self {
         self.random = source;
         self
@@ -551,6 +586,14 @@ impl<'a, Sp: SchemeSpec, C: Clock> GeneratorBuilder<'a, Sp, C> {
     ///
     /// # Errors
     /// As [`Generator::with_clock`].
+    ///
+    /// ```
+    /// use idforge::{Generator, Scheme};
+    /// let g = Generator::builder(&Scheme::Ulid).build()?;
+    /// let (a, b) = (g.next()?, g.next()?);
+    /// assert!(b > a);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn build(self) -> Result<Generator<C, ProcessStamp>, Error> {
         let policy = self.policy.unwrap_or_else(|| self.scheme.default_policy());
         let layout = self.scheme.layout();

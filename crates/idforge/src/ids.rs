@@ -152,31 +152,64 @@ impl UuidId {
     }
 
     /// Whether this is the nil UUID.
+    ///
+    /// ```
+    /// assert!(idforge::UuidId::nil().is_nil());
+    /// assert!(!idforge::UuidId::max().is_nil());
+    /// ```
     pub const fn is_nil(self) -> bool {
         self.as_u128() == 0
     }
 
     /// Whether this is the max UUID.
+    ///
+    /// ```
+    /// assert!(idforge::UuidId::max().is_max());
+    /// assert!(!idforge::UuidId::from_u128(1).is_max());
+    /// ```
     pub const fn is_max(self) -> bool {
         self.as_u128() == u128::MAX
     }
 
     /// The UUID whose 128 bits, most significant first, are `value`.
+    ///
+    /// ```
+    /// let id = idforge::UuidId::from_u128(0x017F22E2_79B0_7CC3_98C4_DC0C0C07398F);
+    /// assert_eq!(id.to_string(), "017f22e2-79b0-7cc3-98c4-dc0c0c07398f");
+    /// ```
     pub const fn from_u128(value: u128) -> Self {
         Self(value.to_be_bytes())
     }
 
     /// The 128 bits as a number (byte 0 most significant).
+    ///
+    /// ```
+    /// let id: idforge::UuidId = "017f22e2-79b0-7cc3-98c4-dc0c0c07398f".parse()?;
+    /// assert_eq!(id.as_u128() >> 80, 0x017F_22E2_79B0); // the 48-bit millisecond field
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub const fn as_u128(self) -> u128 {
         u128::from_be_bytes(self.0)
     }
 
     /// The UUID of 16 bytes, most significant first.
+    ///
+    /// ```
+    /// let mut bytes = [0u8; 16];
+    /// bytes[0] = 0x01;
+    /// assert_eq!(idforge::UuidId::from_bytes(bytes).to_string(), "01000000-0000-0000-0000-000000000000");
+    /// ```
     pub const fn from_bytes(bytes: [u8; 16]) -> Self {
         Self(bytes)
     }
 
     /// The 16 bytes, most significant first (the order of the text).
+    ///
+    /// ```
+    /// let id: idforge::UuidId = "017f22e2-79b0-7cc3-98c4-dc0c0c07398f".parse()?;
+    /// assert_eq!(id.to_bytes()[..3], [0x01, 0x7f, 0x22]);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub const fn to_bytes(self) -> [u8; 16] {
         self.0
     }
@@ -212,16 +245,29 @@ impl UuidId {
     }
 
     /// The UUID as canonical 8-4-4-4-12 text (what `Display` writes; `{:X}` for uppercase).
+    ///
+    /// ```
+    /// let id = idforge::UuidId::max();
+    /// assert_eq!(format!("{:X}", id.hyphenated()), "FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF");
+    /// ```
     pub const fn hyphenated(self) -> UuidText {
         UuidText(self, UuidForm::Hyphenated)
     }
 
     /// The UUID as a URN: `urn:uuid:` and its canonical text (RFC 9562, section 4).
+    ///
+    /// ```
+    /// assert_eq!(idforge::UuidId::nil().urn().to_string(), "urn:uuid:00000000-0000-0000-0000-000000000000");
+    /// ```
     pub const fn urn(self) -> UuidText {
         UuidText(self, UuidForm::Urn)
     }
 
     /// The UUID in braces: `{` canonical text `}` (as Microsoft's GUIDs are written).
+    ///
+    /// ```
+    /// assert_eq!(idforge::UuidId::nil().braced().to_string(), "{00000000-0000-0000-0000-000000000000}");
+    /// ```
     pub const fn braced(self) -> UuidText {
         UuidText(self, UuidForm::Braced)
     }
@@ -246,6 +292,13 @@ impl UuidId {
     }
 
     /// [`UuidId::timestamp`] in whole Unix milliseconds (`None` before 1970 or without a time).
+    ///
+    /// ```
+    /// let id: idforge::UuidId = "017F22E2-79B0-7CC3-98C4-DC0C0C07398F".parse()?;
+    /// assert_eq!(id.unix_ms(), Some(1_645_557_742_000));
+    /// assert_eq!(idforge::UuidId::max().unix_ms(), None);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub fn unix_ms(self) -> Option<u64> {
         u64::try_from(self.unix_ns()?.div_euclid(1_000_000)).ok()
     }
@@ -285,6 +338,12 @@ impl UuidId {
     }
 
     /// The version nibble (7 for `uuid7` and `uprotocol`, 8 for `uprotocol-v8`).
+    ///
+    /// ```
+    /// let v4: idforge::UuidId = "20be0ffc-314a-4d53-ba50-013a65ca76d2".parse()?;
+    /// assert_eq!(v4.version(), 4);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub const fn version(self) -> u8 {
         self.0[6] >> 4
     }
@@ -366,21 +425,39 @@ pub struct Id64(u64);
 
 impl Id64 {
     /// The id whose value is `value`.
+    ///
+    /// ```
+    /// assert_eq!(idforge::Id64::from_u64(42).to_string(), "42");
+    /// ```
     pub const fn from_u64(value: u64) -> Self {
         Self(value)
     }
 
     /// The value.
+    ///
+    /// ```
+    /// let id: idforge::Id64 = "0x2a".parse()?;
+    /// assert_eq!(id.as_u64(), 42);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub const fn as_u64(self) -> u64 {
         self.0
     }
 
     /// The id of 8 bytes, most significant first.
+    ///
+    /// ```
+    /// assert_eq!(idforge::Id64::from_bytes([0, 0, 0, 0, 0, 0, 1, 0]).as_u64(), 256);
+    /// ```
     pub const fn from_bytes(bytes: [u8; 8]) -> Self {
         Self(u64::from_be_bytes(bytes))
     }
 
     /// The 8 bytes, most significant first (so byte order sorts like the value).
+    ///
+    /// ```
+    /// assert_eq!(idforge::Id64::from_u64(256).to_bytes(), [0, 0, 0, 0, 0, 0, 1, 0]);
+    /// ```
     pub const fn to_bytes(self) -> [u8; 8] {
         self.0.to_be_bytes()
     }
@@ -406,21 +483,41 @@ pub struct Id128(u128);
 
 impl Id128 {
     /// The id whose value is `value`.
+    ///
+    /// ```
+    /// assert_eq!(idforge::Id128::from_u128(1 << 64).to_string(), "18446744073709551616");
+    /// ```
     pub const fn from_u128(value: u128) -> Self {
         Self(value)
     }
 
     /// The value.
+    ///
+    /// ```
+    /// let id: idforge::Id128 = "18446744073709551616".parse()?;
+    /// assert_eq!(id.as_u128(), 1 << 64);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub const fn as_u128(self) -> u128 {
         self.0
     }
 
     /// The id of 16 bytes, most significant first.
+    ///
+    /// ```
+    /// let mut b = [0u8; 16];
+    /// b[15] = 7;
+    /// assert_eq!(idforge::Id128::from_bytes(b).as_u128(), 7);
+    /// ```
     pub const fn from_bytes(bytes: [u8; 16]) -> Self {
         Self(u128::from_be_bytes(bytes))
     }
 
     /// The 16 bytes, most significant first.
+    ///
+    /// ```
+    /// assert_eq!(idforge::Id128::from_u128(7).to_bytes()[15], 7);
+    /// ```
     pub const fn to_bytes(self) -> [u8; 16] {
         self.0.to_be_bytes()
     }
@@ -448,11 +545,22 @@ pub struct NanoTs(u64);
 
 impl NanoTs {
     /// The timestamp of `value` nanoseconds since the Unix epoch.
+    ///
+    /// ```
+    /// let ts = idforge::NanoTs::from_u64(1_640_700_422_954_100_128);
+    /// assert_eq!(ts.to_time_text(), "2021-12-28T14:07:02.954100128");
+    /// ```
     pub const fn from_u64(value: u64) -> Self {
         Self(value)
     }
 
     /// Nanoseconds since the Unix epoch.
+    ///
+    /// ```
+    /// let ts: idforge::NanoTs = "2021-12-28T14:07:02.954100128".parse()?;
+    /// assert_eq!(ts.as_u64() % 1_000_000_000, 954_100_128);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
     pub const fn as_u64(self) -> u64 {
         self.0
     }
@@ -469,6 +577,10 @@ impl NanoTs {
 
     /// Chronicle's text of the value, `2021-12-28T14:07:02.954100128` (UTC, no zone suffix;
     /// [`nanots::format`](crate::schemes::nanots::format)).
+    ///
+    /// ```
+    /// assert_eq!(idforge::NanoTs::from_u64(1).to_time_text(), "1970-01-01T00:00:00.000000001");
+    /// ```
     pub fn to_time_text(self) -> String {
         crate::time::nanots_text::format(self.0)
     }

@@ -32,7 +32,7 @@ use crate::text::Format;
 /// let g = Generator::new(&Scheme::Snowflake, Some(7))?;
 /// let id = g.next()?;
 /// assert_eq!(Scheme::Snowflake.layout().decode(id).node, 7);
-/// assert_eq!(Scheme::PRESETS.len(), 13); // every variant but Custom
+/// assert_eq!(Scheme::PRESETS.len(), 16); // every variant but Custom
 /// # Ok::<(), idforge::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
