@@ -145,7 +145,7 @@ RESET idforge.clock;
 
 -- The stamp is in the state file under the data directory, one per scheme and node.
 SELECT pg_temp.expect(idforge.state_path('uuid7') = current_setting('data_directory') || '/idforge/uuid7.state',
-                      'uuid7 state file under the data directory: ' || idforge.state_path('uuid7'));
+                      'uuid7 state file under the data directory: ' || coalesce(idforge.state_path('uuid7'), 'none'));
 SELECT pg_temp.expect(idforge.state_path('snowflake', 1) LIKE '%/idforge/snowflake-node1.state', 'snowflake state file per node');
 SELECT pg_temp.expect(idforge.state_path('uuid4') IS NULL, 'uuid4 has no state file');
 
