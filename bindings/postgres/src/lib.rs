@@ -48,7 +48,8 @@ pub extern "C-unwind" fn _PG_init() {
     if !idforge_lib::shm::watch_forks() {
         fail(
             PgSqlErrorCode::ERRCODE_OUT_OF_MEMORY,
-            "idforge: cannot register the fork handler (pthread_atfork failed); refusing to load".into(),
+            "idforge: cannot register the fork handler (pthread_atfork failed); refusing to load"
+                .into(),
         );
     }
     GucRegistry::define_string_guc(
@@ -124,7 +125,8 @@ fn sqlstate(e: &Error) -> PgSqlErrorCode {
 /// Raises `e` as an SQL error (a state-file error names the settings that choose the file).
 fn raise(e: Error) -> ! {
     let code = sqlstate(&e);
-    let mut report = pgrx::pg_sys::panic::ErrorReport::new(code, format!("idforge: {e}"), "idforge");
+    let mut report =
+        pgrx::pg_sys::panic::ErrorReport::new(code, format!("idforge: {e}"), "idforge");
     if let Error::StateFile(_) = e {
         report = report.set_hint(
             "the state directory is idforge.state_dir (default: the idforge directory in the data directory); share it with a group by setting idforge.state_mode, e.g. '660' (docs/POSTGRES.md)",
@@ -427,7 +429,12 @@ fn timestamptz(unix_ns: u128) -> TimestampWithTimeZone {
 
 fn decode(text: &str, scheme: Option<&str>) -> idforge_lib::Decoded {
     let kind = scheme.map(|s| ok(Kind::from_name(s, None)));
-    ok(idforge_lib::inspect::inspect_as(text, kind.as_ref(), None, None))
+    ok(idforge_lib::inspect::inspect_as(
+        text,
+        kind.as_ref(),
+        None,
+        None,
+    ))
 }
 
 fn narrow_i32(v: Option<u128>) -> Option<i32> {
