@@ -413,17 +413,45 @@ impl Kind {
     /// # Ok::<(), idforge::Error>(())
     /// ```
     pub fn default_state_path(&self, opts: &OpenOptions) -> Result<PathBuf, Error> {
+        let name = self.state_file_name(opts)?;
+        Ok(crate::shm::default_state_dir()?.join(name))
+    }
+
+    /// The name of this scheme and node's state file, for a state directory other than
+    /// [`crate::default_state_dir`]: the file [`Kind::default_state_path`] names, in `dir`.
+    ///
+    /// ```
+    /// use idforge::schemes::catalog::Kind;
+    /// use idforge::schemes::open::OpenOptions;
+    /// let kind = Kind::from_name("snowflake", None)?;
+    /// let opts = OpenOptions { node: Some(3), ..OpenOptions::default() };
+    /// assert_eq!(kind.state_file_name(&opts)?, "snowflake-node3.state");
+    /// assert!(Kind::from_name("uuid4", None)?.state_file_name(&opts).is_err());
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::NotApplicable`] for a kind that cannot be host-wide.
+    pub fn state_file_name(&self, opts: &OpenOptions) -> Result<String, Error> {
         match self {
             Kind::Layout(s) if self.host_wide() => {
                 let node = s
                     .needs_node()
                     .then(|| s.resolve_node(opts.node).ok())
                     .flatten();
-                crate::shm::default_state_path(s.name(), &s.layout().spec(), node)
+                Ok(crate::shm::state_file_name(
+                    s.name(),
+                    &s.layout().spec(),
+                    node,
+                ))
             }
             Kind::NanoTsHost => {
                 let digits = opts.host_digits.unwrap_or(2);
-                crate::shm::default_state_path(&format!("nanots-host{digits}"), "", opts.node)
+                Ok(crate::shm::state_file_name(
+                    &format!("nanots-host{digits}"),
+                    "",
+                    opts.node,
+                ))
             }
             _ => Err(not_applicable(self, "a host-wide state file")),
         }

@@ -111,7 +111,9 @@ pub use fresh::{fresh_lead, fresh_stamp, policy_lead, CHECK_INTERVAL, FRESH_MARG
 pub use header::{check_header, fingerprint, policy_text, state_header};
 #[cfg(feature = "host-wide")]
 pub use host::HostStamp;
-pub use paths::{default_state_dir, default_state_path, StateOptions, BOOT_ID_PATH};
+pub use paths::{
+    default_state_dir, default_state_path, state_file_name, StateOptions, BOOT_ID_PATH,
+};
 pub use words::{ProcessStamp, SharedWords};
 
 /// Fork detection shared by everything in a process that must not be copied into a child (a

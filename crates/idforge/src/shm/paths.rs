@@ -103,6 +103,21 @@ pub fn default_state_path(
     layout_spec: &str,
     node: Option<u64>,
 ) -> Result<PathBuf, Error> {
+    Ok(default_state_dir()?.join(state_file_name(scheme, layout_spec, node)))
+}
+
+/// The name of a scheme and node's state file in any state directory:
+/// `<scheme>[-node<N>].state` (custom layouts add a hash of their spec). Programs that keep
+/// state files in a directory of their own (the PostgreSQL extension's `idforge.state_dir`)
+/// name them as [`default_state_path`] does, so they share a file with `idforge gen --shared`
+/// pointed at the same directory.
+///
+/// ```
+/// use idforge::shm::state_file_name;
+/// assert_eq!(state_file_name("uuid7", "", None), "uuid7.state");
+/// assert_eq!(state_file_name("snowflake", "", Some(7)), "snowflake-node7.state");
+/// ```
+pub fn state_file_name(scheme: &str, layout_spec: &str, node: Option<u64>) -> String {
     let mut name = scheme.to_string();
     if scheme == "custom" {
         name.push_str(&format!("-{:016x}", fnv1a(&[layout_spec.as_bytes()])));
@@ -111,5 +126,5 @@ pub fn default_state_path(
         name.push_str(&format!("-node{n}"));
     }
     name.push_str(".state");
-    Ok(default_state_dir()?.join(name))
+    name
 }
