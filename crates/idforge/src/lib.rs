@@ -31,6 +31,7 @@
 //! | --- | --- | --- |
 //! | `host-wide` | on | state-file stamps shared by the processes of a host: [`HostStamp`], `Generator::host_wide`, `nanots::HostGenerator::host_wide` (needs `memmap2`) |
 //! | `locality` | on | the Locality UUID scheme, `schemes::locality` (needs `md-5`) |
+//! | `fast-clock` | on | `SystemClock::fast()`: the real-time clock read through the CPU's time-stamp counter, calibrated against `CLOCK_REALTIME` every 200 µs (needs `quanta`); without it every `SystemClock` reads `CLOCK_REALTIME` |
 //! | `serde` | off | `Serialize`/`Deserialize` for the typed ids ([`ids`]) |
 //! | `uuid` | off | conversions between [`UuidId`] (and `LocalityUuid`) and `uuid::Uuid` |
 #![deny(missing_docs)]
