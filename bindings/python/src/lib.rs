@@ -495,6 +495,17 @@ impl PyGenerator {
             },
             ..OpenOptions::default()
         };
+        if policy.is_some() && at.is_some() {
+            // As `idforge gen --at` refuses --max-lead and friends.
+            return Err(raise(
+                py,
+                idforge::Error::NotApplicable {
+                    scheme: kind.name().to_string(),
+                    setting: "a policy with a fixed clock (`at`)".into(),
+                    why: "a fixed clock runs with no bound on the lead (Policy::UNBOUNDED)".into(),
+                },
+            ));
+        }
         if let Some(p) = policy {
             let mut base = match &kind {
                 Kind::Layout(s) => s.default_policy(),
@@ -646,6 +657,16 @@ impl PyGenerator {
         self.width
     }
 
+    /// What `next()` returns: "uuid" (a `uuid.UUID`), "int" or "str".
+    #[getter]
+    fn returns(&self) -> &'static str {
+        match self.out {
+            Out::Uuid => "uuid",
+            Out::Int => "int",
+            Out::Text(_) => "str",
+        }
+    }
+
     /// Whether ids are UUIDs.
     #[getter]
     fn is_uuid(&self) -> bool {
@@ -681,7 +702,7 @@ impl PyGenerator {
 // ---------------------------------------------------------------------------------------------
 // Module-level functions: one process-wide generator per scheme
 
-static DEFAULTS: [PyOnceLock<Py<PyGenerator>>; 10] = [const { PyOnceLock::new() }; 10];
+static DEFAULTS: [PyOnceLock<Py<PyGenerator>>; 6] = [const { PyOnceLock::new() }; 6];
 
 fn default_gen<'py>(
     py: Python<'py>,
@@ -738,13 +759,10 @@ macro_rules! default_fn {
 }
 
 default_fn!(ulid, 0, "ulid", "A monotonic ULID as its 26-character text.");
-default_fn!(tsid, 1, "tsid", "A TSID as its 13-character Crockford base32 text.");
-default_fn!(objectid, 2, "objectid", "A MongoDB ObjectId as 24 hex digits.");
-default_fn!(xid, 3, "xid", "An XID as its 20-character text.");
-default_fn!(uprotocol, 4, "uprotocol", "A uProtocol UUIDv7 as a `uuid.UUID`.");
-default_fn!(uprotocol_v8, 5, "uprotocol-v8", "A uProtocol v8 UUID as a `uuid.UUID`.");
-default_fn!(nanots, 6, "nanots", "A nanots timestamp id (Unix nanoseconds) as an int.");
-default_fn!(locality, 7, "locality", "A Locality UUID as a `uuid.UUID`.");
+default_fn!(uprotocol, 1, "uprotocol", "A uProtocol UUIDv7 as a `uuid.UUID`.");
+default_fn!(uprotocol_v8, 2, "uprotocol-v8", "A uProtocol v8 UUID as a `uuid.UUID`.");
+default_fn!(nanots, 3, "nanots", "A nanots timestamp id (Unix nanoseconds) as an int.");
+default_fn!(locality, 4, "locality", "A Locality UUID as a `uuid.UUID`.");
 
 /// A TypeID's text: `prefix_` and the 26-character suffix (the bare suffix for prefix "").
 ///
@@ -753,7 +771,7 @@ default_fn!(locality, 7, "locality", "A Locality UUID as a `uuid.UUID`.");
 #[pyfunction]
 #[pyo3(signature = (prefix=""))]
 fn typeid(py: Python<'_>, prefix: &str) -> PyResult<String> {
-    let g = default_gen(py, 8, "typeid")?.get();
+    let g = default_gen(py, 5, "typeid")?.get();
     let p = idforge::text::TypeIdPrefix::new(prefix).or_raise(py)?;
     let id = g.g.next().or_raise(py)?;
     Ok(p.encode(id).as_str().to_string())
@@ -840,9 +858,6 @@ fn _idforge(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(uuid4, m)?)?;
     m.add_function(wrap_pyfunction!(uuid4_native, m)?)?;
     m.add_function(wrap_pyfunction!(ulid, m)?)?;
-    m.add_function(wrap_pyfunction!(tsid, m)?)?;
-    m.add_function(wrap_pyfunction!(objectid, m)?)?;
-    m.add_function(wrap_pyfunction!(xid, m)?)?;
     m.add_function(wrap_pyfunction!(uprotocol, m)?)?;
     m.add_function(wrap_pyfunction!(uprotocol_v8, m)?)?;
     m.add_function(wrap_pyfunction!(nanots, m)?)?;

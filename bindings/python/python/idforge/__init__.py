@@ -35,16 +35,13 @@ from ._idforge import (
     fork_generation,
     locality,
     nanots,
-    objectid,
     scheme_names,
-    tsid,
     typeid,
     ulid,
     uprotocol,
     uprotocol_v8,
     uuid4,
     uuid7,
-    xid,
 )
 from ._idforge import inspect_dict as _inspect_dict
 from .errors import (
@@ -71,9 +68,6 @@ __all__ = [
     "uuid4",
     "ulid",
     "typeid",
-    "tsid",
-    "objectid",
-    "xid",
     "uprotocol",
     "uprotocol_v8",
     "nanots",
