@@ -40,9 +40,7 @@ fn error_class(e: &idforge::Error) -> &'static str {
         | E::InvalidTime { .. }
         | E::ByteLength { .. } => "ParseError",
         E::ClockBehind { .. } => "ClockBehindError",
-        E::BeforeEpoch { .. } | E::TimeOutOfRange { .. } | E::ClockUnavailable(_) => {
-            "ClockError"
-        }
+        E::BeforeEpoch { .. } | E::TimeOutOfRange { .. } | E::ClockUnavailable(_) => "ClockError",
         E::LeaseLost { .. } => "LeaseLostError",
         E::StateFile(S::Lost { .. }) => "StateFileLostError",
         E::StateFile(
@@ -83,9 +81,7 @@ static ERRORS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 /// An idforge error as the exception of its class, with the library's message and `kind`.
 fn raise(py: Python<'_>, e: idforge::Error) -> PyErr {
     let build = || -> PyResult<PyErr> {
-        let m = ERRORS.get_or_try_init(py, || {
-            py.import("idforge.errors").map(Bound::unbind)
-        })?;
+        let m = ERRORS.get_or_try_init(py, || py.import("idforge.errors").map(Bound::unbind))?;
         let cls = m.bind(py).getattr(error_class(&e))?;
         let exc = cls.call1((e.to_string(),))?;
         exc.setattr("kind", error_kind(&e))?;
@@ -284,7 +280,12 @@ impl PyUuid {
     fn __richcmp__(&self, other: &Bound<'_, PyAny>, op: CompareOp) -> PyResult<Py<PyAny>> {
         let py = other.py();
         Ok(match uuid_value(other)? {
-            Some(o) => op.matches(self.value.cmp(&o)).into_pyobject(py)?.to_owned().into_any().unbind(),
+            Some(o) => op
+                .matches(self.value.cmp(&o))
+                .into_pyobject(py)?
+                .to_owned()
+                .into_any()
+                .unbind(),
             None => py.NotImplemented(),
         })
     }
@@ -407,7 +408,12 @@ impl PyGenerator {
             Out::Text(text)
         };
         let width = g.bits().div_ceil(8) as usize;
-        Ok(PyGenerator { g, out, text, width })
+        Ok(PyGenerator {
+            g,
+            out,
+            text,
+            width,
+        })
     }
 
     fn convert<'py>(&self, py: Python<'py>, id: u128) -> PyResult<Bound<'py, PyAny>> {
@@ -486,7 +492,10 @@ impl PyGenerator {
             pid,
             mac_fragment,
             sequential,
-            at_ns: at.map(idforge::time::parse_rfc3339).transpose().or_raise(py)?,
+            at_ns: at
+                .map(idforge::time::parse_rfc3339)
+                .transpose()
+                .or_raise(py)?,
             clock: clock_choice(clock)?,
             random: if fast_random {
                 RandomSource::Fast
@@ -758,10 +767,30 @@ macro_rules! default_fn {
     };
 }
 
-default_fn!(ulid, 0, "ulid", "A monotonic ULID as its 26-character text.");
-default_fn!(uprotocol, 1, "uprotocol", "A uProtocol UUIDv7 as a `uuid.UUID`.");
-default_fn!(uprotocol_v8, 2, "uprotocol-v8", "A uProtocol v8 UUID as a `uuid.UUID`.");
-default_fn!(nanots, 3, "nanots", "A nanots timestamp id (Unix nanoseconds) as an int.");
+default_fn!(
+    ulid,
+    0,
+    "ulid",
+    "A monotonic ULID as its 26-character text."
+);
+default_fn!(
+    uprotocol,
+    1,
+    "uprotocol",
+    "A uProtocol UUIDv7 as a `uuid.UUID`."
+);
+default_fn!(
+    uprotocol_v8,
+    2,
+    "uprotocol-v8",
+    "A uProtocol v8 UUID as a `uuid.UUID`."
+);
+default_fn!(
+    nanots,
+    3,
+    "nanots",
+    "A nanots timestamp id (Unix nanoseconds) as an int."
+);
 default_fn!(locality, 4, "locality", "A Locality UUID as a `uuid.UUID`.");
 
 /// A TypeID's text: `prefix_` and the 26-character suffix (the bare suffix for prefix "").
@@ -795,9 +824,7 @@ fn inspect_dict<'py>(
     let kind = match scheme {
         Some(s) => Some(Kind::from_name(s, layout).or_raise(py)?),
         None if layout.is_some() => {
-            return Err(PyValueError::new_err(
-                "a layout needs scheme=\"custom\"",
-            ))
+            return Err(PyValueError::new_err("a layout needs scheme=\"custom\""))
         }
         None => None,
     };

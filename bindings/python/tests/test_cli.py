@@ -2,6 +2,7 @@
 
 import os
 import subprocess
+import time
 
 import idforge
 
@@ -27,6 +28,9 @@ def test_python_and_cli_draw_from_one_sequence(cli, state_dir):
         )
         while p.poll() is None:
             mine.extend(g.take_ints(100))
+            # Leave the command a core (a busy loop here slowed it from 0.06 s to minutes on
+            # a loaded 2-core machine).
+            time.sleep(0.0002)
         assert p.wait() == 0
     mine.extend(g.take_ints(1000))
     theirs = [int(line, 16) for line in (state_dir / "cli.out").read_text().split()]
