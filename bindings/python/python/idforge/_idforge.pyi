@@ -1,6 +1,7 @@
 """Type stubs of the extension module (re-exported by ``idforge``)."""
 
 import os
+import pathlib
 import uuid
 from typing import Dict, Iterator, List, Optional, Union
 
@@ -109,7 +110,7 @@ class Generator:
     def returns(self) -> str:
         """What ``next()`` returns: ``"uuid"``, ``"int"`` or ``"str"``."""
     @property
-    def state_path(self) -> Optional[str]: ...
+    def state_path(self) -> Optional[pathlib.Path]: ...
     @property
     def lead(self) -> float: ...
 
