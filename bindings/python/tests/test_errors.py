@@ -1,0 +1,74 @@
+import os
+
+import pytest
+
+import idforge
+from idforge import errors
+
+
+def test_hierarchy():
+    assert issubclass(errors.NodeError, errors.ConfigError)
+    assert issubclass(errors.ConfigError, ValueError)
+    assert issubclass(errors.ClockBehindError, errors.ClockError)
+    assert issubclass(errors.StateFileRefusedError, OSError)
+    for name in errors.__all__:
+        assert issubclass(getattr(errors, name), errors.IdforgeError)
+
+
+def test_unknown_scheme_names_the_closest():
+    with pytest.raises(idforge.UnknownSchemeError) as e:
+        idforge.Generator("snowflak")
+    assert "did you mean snowflake?" in str(e.value) and e.value.kind == "UnknownScheme"
+
+
+def test_node_out_of_range():
+    with pytest.raises(idforge.NodeError) as e:
+        idforge.Generator("snowflake", node=1024)
+    assert e.value.kind == "NodeOutOfRange" and "from 0 to 1023" in str(e.value)
+    with pytest.raises(idforge.NodeError) as e:
+        idforge.Generator("nanots-host")
+    assert e.value.kind == "HostRequired"
+
+
+def test_setting_not_applicable():
+    with pytest.raises(idforge.ConfigError) as e:
+        idforge.Generator("locality", node=1)
+    assert e.value.kind == "NotApplicable" and "locality does not take a node id" in str(e.value)
+    with pytest.raises(idforge.ConfigError):
+        idforge.Generator("uuid4", shared=True)
+    with pytest.raises(ValueError):
+        idforge.Generator("uuid7", clock="sundial")
+    with pytest.raises(ValueError):
+        idforge.Generator("uuid7", durable=True)
+
+
+def test_foreign_state_file_is_refused(state_dir):
+    p = state_dir / "foreign.state"
+    p.write_bytes(b"not a state file" * 512)
+    os.chmod(p, 0o600)
+    with pytest.raises(idforge.StateFileRefusedError) as e:
+        idforge.Generator("uuid7", state=p)
+    assert e.value.kind == "StateFile.Foreign" and "refusing to overwrite it" in str(e.value)
+    assert p.read_bytes() == b"not a state file" * 512
+
+
+def test_state_file_of_another_scheme_is_refused(state_dir):
+    p = state_dir / "one.state"
+    idforge.Generator("uuid7", state=p).next()
+    with pytest.raises(idforge.StateFileRefusedError) as e:
+        idforge.Generator("ulid", state=p)
+    assert e.value.kind == "StateFile.Mismatch"
+
+
+def test_time_out_of_range_is_a_clock_error():
+    # Snowflake's 41-bit millisecond field runs out in 2080.
+    g = idforge.Generator("snowflake", node=1, at="2100-01-01T00:00:00Z")
+    with pytest.raises(idforge.ClockError) as e:
+        g.next()
+    assert e.value.kind == "TimeOutOfRange" and "ran out in the year 2080" in str(e.value)
+
+
+def test_a_policy_with_a_fixed_clock_is_refused():
+    with pytest.raises(idforge.ConfigError) as e:
+        idforge.Generator("uuid7", at="2100-01-01T00:00:00Z", policy=idforge.Policy(max_lead=1.0))
+    assert e.value.kind == "NotApplicable"
