@@ -732,14 +732,14 @@ fn default_gen<'py>(
 /// 7
 #[pyfunction]
 fn uuid7(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    std_uuid(py, idforge::uuid7().or_raise(py)?)
+    std_uuid(py, idforge::uuid7().or_raise(py)?.as_u128())
 }
 
 /// A UUIDv7 as an `idforge.UUID` (`idforge.native.uuid7`).
 #[pyfunction]
 fn uuid7_native(py: Python<'_>) -> PyResult<PyUuid> {
     Ok(PyUuid {
-        value: idforge::uuid7().or_raise(py)?,
+        value: idforge::uuid7().or_raise(py)?.as_u128(),
     })
 }
 
