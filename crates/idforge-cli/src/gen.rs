@@ -78,7 +78,8 @@ pub struct GenArgs {
     host_digits: Option<u32>,
     /// Generate on a clock fixed at this RFC 3339 time (backfills, reproducible examples): the first
     /// id is at that time and the counter carries on into later ticks as needed. With --shared it
-    /// needs its own --state file.
+    /// needs its own --state file, and a state file starts in the tick after the one it was made
+    /// in (a new file never reissues that tick's ids), so its first id is one tick after this time.
     #[arg(long)]
     at: Option<String>,
     /// When a tick's counter runs out, run ahead of the wall clock (up to --max-lead) instead of

@@ -146,13 +146,20 @@ pub fn run(a: InspectArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Input echoed in a message: at most 80 characters.
+/// Input echoed in a message: at most 80 characters, control characters escaped (`\u{1b}`), so
+/// that text read from a file can neither drive the terminal (escape sequences) nor hide itself.
 fn clip_input(s: &str) -> String {
-    if s.chars().count() <= 80 {
-        s.to_string()
-    } else {
-        let mut c: String = s.chars().take(77).collect();
-        c.push_str("...");
-        c
+    let mut c = String::new();
+    let long = s.chars().count() > 80;
+    for ch in s.chars().take(if long { 77 } else { 80 }) {
+        if ch.is_control() {
+            c.extend(ch.escape_default());
+        } else {
+            c.push(ch);
+        }
     }
+    if long {
+        c.push_str("...");
+    }
+    c
 }

@@ -1243,3 +1243,15 @@ fn gen_help_states_the_counters_the_catalog_states() {
     let bits = idforge::schemes::uuid7::COUNTER_BITS;
     assert!(line.contains(&format!("{bits}-bit counter")), "{line}");
 }
+
+#[test]
+fn control_characters_in_a_bad_id_never_reach_the_terminal() {
+    // An escape sequence (set the title, colour) and a bell in an id read from a file.
+    let o = idforge_stdin(&["inspect"], b"\x1b]0;PWNED\x07\x1b[31mRED\x1b[0m\n");
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(!err.contains('\u{1b}') && !err.contains('\u{7}'), "{err:?}");
+    assert!(err.contains("\\u{1b}"), "{err:?}");
+    let o = idforge(&["inspect", "x\x1b[2Jy"]);
+    assert!(!stderr(&o).contains('\u{1b}'), "{:?}", stderr(&o));
+}
