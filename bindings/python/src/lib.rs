@@ -836,7 +836,15 @@ fn inspect_dict<'py>(
     let out = PyDict::new(py);
     out.set_item("input", &d.input)?;
     out.set_item("scheme", &d.scheme)?;
-    out.set_item("value", d.value)?;
+    match &d.wide {
+        // Wider than 128 bits (a KSUID, 160): the value of all its bytes, as Python ints hold it.
+        Some(bytes) => out.set_item(
+            "value",
+            py.get_type::<pyo3::types::PyInt>()
+                .call_method1("from_bytes", (PyBytes::new(py, bytes), "big"))?,
+        )?,
+        None => out.set_item("value", d.value)?,
+    }
     out.set_item("bits", d.bits)?;
     out.set_item("unix_ns", d.unix_ns)?;
     out.set_item("time_text", &d.time)?;
