@@ -11,7 +11,7 @@ CUSTOM = "time:41,node:10,counter:12,tick=1ms,epoch=2020-01-01T00:00:00Z"
 # Schemes whose ids are not ordered by time (random, or a counter above the time by design).
 UNORDERED = {"uuid4", "locality"}
 # Schemes written as text by default.
-TEXT = {"ulid", "tsid", "objectid", "xid", "typeid"}
+TEXT = {"ulid", "tsid", "objectid", "xid", "typeid", "ksuid"}
 
 
 def open_scheme(name):
