@@ -18,7 +18,8 @@ use idforge::schemes::open::{OpenOptions, Opened};
 const IDS: usize = 4096;
 
 fn ids_of(name: &str) -> (Kind, Vec<String>) {
-    let layout = (name == "custom").then_some("time:40,node:8,counter:15,tick=1ms");
+    let layout = (name == "custom")
+        .then_some("time:41,node:10,counter:12,tick=1ms,epoch=2020-01-01T00:00:00Z");
     let kind = Kind::from_name(name, layout).unwrap();
     let mut opts = OpenOptions::default();
     if matches!(name, "nanots-host") {
