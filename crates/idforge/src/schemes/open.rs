@@ -458,6 +458,24 @@ impl Kind {
     }
 }
 
+/// The kinds that take no sequencer settings (locality, uuid4) refuse a node id, a state file or
+/// a leased cell, and a policy, each by name.
+fn refuse_sequencer_options(kind: &Kind, opts: &OpenOptions) -> Result<(), Error> {
+    if opts.node.is_some() {
+        return Err(not_applicable(kind, "a node id"));
+    }
+    if opts.state.is_some() || opts.cell.is_some() {
+        return Err(not_applicable(
+            kind,
+            "a host-wide state file or a leased cell",
+        ));
+    }
+    if opts.policy.is_some() {
+        return Err(not_applicable(kind, "a policy"));
+    }
+    Ok(())
+}
+
 fn not_applicable(kind: &Kind, setting: &str) -> Error {
     let why = match kind {
         Kind::Locality => "its ids are kept apart by the pid, the MAC and a 32-bit counter per millisecond, not by a shared stamp",
@@ -522,18 +540,7 @@ impl Opened {
                 if opts.at_ns.is_some() {
                     return Err(not_applicable(kind, "a fixed clock"));
                 }
-                if opts.node.is_some() {
-                    return Err(not_applicable(kind, "a node id"));
-                }
-                if opts.state.is_some() || opts.cell.is_some() {
-                    return Err(not_applicable(
-                        kind,
-                        "a host-wide state file or a leased cell",
-                    ));
-                }
-                if opts.policy.is_some() {
-                    return Err(not_applicable(kind, "a policy"));
-                }
+                refuse_sequencer_options(kind, opts)?;
                 Inner::V8(uprotocol_v8::generator())
             }
             Kind::Layout(s) => {
@@ -613,18 +620,7 @@ impl Opened {
             }
             #[cfg(feature = "locality")]
             Kind::Locality => {
-                if opts.node.is_some() {
-                    return Err(not_applicable(kind, "a node id"));
-                }
-                if opts.state.is_some() || opts.cell.is_some() {
-                    return Err(not_applicable(
-                        kind,
-                        "a host-wide state file or a leased cell",
-                    ));
-                }
-                if opts.policy.is_some() {
-                    return Err(not_applicable(kind, "a policy"));
-                }
+                refuse_sequencer_options(kind, opts)?;
                 let mut b = super::locality::LocalityGenerator::builder()
                     .clock(clock)
                     .sequential(opts.sequential);
@@ -639,18 +635,7 @@ impl Opened {
             #[cfg(not(feature = "locality"))]
             Kind::Locality => return Err(Error::UnknownScheme("locality".into())),
             Kind::Uuid4 => {
-                if opts.node.is_some() {
-                    return Err(not_applicable(kind, "a node id"));
-                }
-                if opts.state.is_some() || opts.cell.is_some() {
-                    return Err(not_applicable(
-                        kind,
-                        "a host-wide state file or a leased cell",
-                    ));
-                }
-                if opts.policy.is_some() {
-                    return Err(not_applicable(kind, "a policy"));
-                }
+                refuse_sequencer_options(kind, opts)?;
                 if opts.at_ns.is_some() {
                     return Err(not_applicable(kind, "a fixed clock"));
                 }
