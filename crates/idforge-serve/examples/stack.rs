@@ -55,6 +55,30 @@ fn main() {
     };
     show("bare axum", best(&bare));
     show("idforge-serve, no log", best(&full));
+    // Two threads on one router, as a runtime's two workers: what its shared state (locks,
+    // counters, reference counts written by both) costs when two cores take requests at once.
+    let best2 = |router: &Router| {
+        (0..5)
+            .map(|_| {
+                let start = Instant::now();
+                std::thread::scope(|s| {
+                    for _ in 0..2 {
+                        let r = router.clone();
+                        s.spawn(move || {
+                            tokio::runtime::Builder::new_current_thread()
+                                .enable_all()
+                                .build()
+                                .unwrap()
+                                .block_on(round(r, n))
+                        });
+                    }
+                });
+                start.elapsed().as_nanos() as f64 / (2 * n) as f64
+            })
+            .fold(f64::MAX, f64::min)
+    };
+    show("bare axum, 2 threads", best2(&bare));
+    show("idforge-serve, 2 threads", best2(&full));
     let null = null_writer;
     let text = tracing_subscriber::fmt()
         .with_writer(null())

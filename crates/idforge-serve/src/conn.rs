@@ -2,18 +2,27 @@
 //! and the time a keep-alive connection may wait for its next request bounded, and what the
 //! connection is doing, for the connection limit and for shutdown.
 //!
-//! hyper's own `header_read_timeout` (hyper 1.12) starts its timer as soon as hyper waits for a
-//! request head, and that includes a keep-alive connection waiting for its next request: alone,
-//! it would close idle keep-alive connections after the header timeout (5 s) instead of the idle
-//! timeout. The connection's [`HeadTimer`] gives hyper that timer: for the first request it is
-//! the header timeout from the connection's start; for a later one the idle timeout, and from
-//! the first byte of the request on, the header timeout.
+//! Nothing here costs a timer, a lock or a write to memory another connection shares per
+//! request: a connection keeps what it is doing in its own [`Conn`] (a few atomics its own task
+//! writes), and one task per server, the [`Reaper`], looks at every connection a few times a
+//! second and closes those past their deadline. hyper's own `header_read_timeout` would arm a
+//! timer in tokio's timer wheel for every request (and count a keep-alive connection's wait for
+//! its next request against the header timeout, not the idle timeout); the connection limit's
+//! and shutdown's signals reach a connection through its own [`Notify`], not one shared by all.
+//!
+//! The deadlines, checked every [`Reaper::period`]:
+//! * a new connection has the header timeout, from its start, to send its first request head;
+//! * after a response, a keep-alive connection may wait the idle timeout for its next request;
+//!   from the first byte of that request on, it has the header timeout to send the rest of the
+//!   head;
+//! * while a request is in progress no head deadline runs (a write the client does not read is
+//!   bounded by the write timeout, [`Limits::write_timeout`]).
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -24,7 +33,7 @@ use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
-use tokio::sync::{watch, Notify, OwnedSemaphorePermit};
+use tokio::sync::{Notify, OwnedSemaphorePermit};
 
 /// With every connection slot taken, a connection that has waited this long for a request (a
 /// request head not sent whole, or nothing sent since its last response) is closed to make room.
@@ -53,11 +62,17 @@ pub(crate) enum Ended {
     WithoutRequest,
 }
 
-/// What a connection is doing, shared by its reader, its service and its timer.
+/// Signals to a connection's task (bits of [`Conn::signal`]).
+const STOP: u8 = 1;
+const SHED: u8 = 2;
+const EXPIRED: u8 = 4;
+
+/// No first byte of a next request yet ([`Conn::begun_at`]).
+const NOT_BEGUN: u64 = u64::MAX;
+
+/// What a connection is doing, shared by its reader, its service, its task and the [`Reaper`].
 #[derive(Debug)]
 pub(crate) struct Conn {
-    /// Bytes read from the client.
-    read: AtomicU64,
     /// Requests whose head was read whole (their handler was called).
     started: AtomicU64,
     /// Requests whose response was not yet handed to hyper to its end.
@@ -65,6 +80,13 @@ pub(crate) struct Conn {
     /// When it began to wait for its next request: accepted, or its last response handed over
     /// (milliseconds since [`epoch`]).
     waiting_since: AtomicU64,
+    /// When the first byte came after the last request head was read whole ([`NOT_BEGUN`]
+    /// before): a next request begun.
+    begun_at: AtomicU64,
+    /// [`STOP`], [`SHED`], [`EXPIRED`], set by others, taken by the connection's task.
+    signal: AtomicU8,
+    /// Wakes the connection's task for a signal.
+    wake: Notify,
 }
 
 fn epoch() -> Instant {
@@ -77,12 +99,14 @@ fn now_ms() -> u64 {
 }
 
 impl Conn {
-    fn new() -> Conn {
+    pub(crate) fn new() -> Conn {
         Conn {
-            read: AtomicU64::new(0),
             started: AtomicU64::new(0),
             open: AtomicUsize::new(0),
             waiting_since: AtomicU64::new(now_ms()),
+            begun_at: AtomicU64::new(NOT_BEGUN),
+            signal: AtomicU8::new(0),
+            wake: Notify::new(),
         }
     }
 
@@ -96,21 +120,122 @@ impl Conn {
             && now_ms().saturating_sub(self.waiting_since.load(Ordering::Acquire))
                 >= at_least.as_millis() as u64
     }
+
+    /// Whether, at `now` (ms since [`epoch`]), it is past the deadline of its wait for a
+    /// request head (see the module's documentation).
+    fn expired(&self, now: u64, limits: &Limits) -> bool {
+        if self.open.load(Ordering::Acquire) > 0 {
+            return false;
+        }
+        let since = self.waiting_since.load(Ordering::Acquire);
+        let begun = self.begun_at.load(Ordering::Acquire);
+        let ms = |d: Duration| d.as_millis().min(u128::from(u64::MAX / 2)) as u64;
+        let deadline = if self.started() == 0 {
+            since.saturating_add(ms(limits.header_timeout))
+        } else if begun != NOT_BEGUN {
+            begun.saturating_add(ms(limits.header_timeout))
+        } else {
+            since.saturating_add(ms(limits.idle_timeout))
+        };
+        now >= deadline
+    }
+
+    /// Sets `bit` and wakes the connection's task.
+    fn signal(&self, bit: u8) {
+        self.signal.fetch_or(bit, Ordering::AcqRel);
+        self.wake.notify_one();
+    }
 }
 
-/// Serves one accepted connection until it ends, is closed on shutdown (`stop`), or is closed
-/// to make room (`shed`, with every slot taken). Holds its slot (`_slot`) until then.
+/// Every open connection of a server, for the [`Reaper`], for making room and for shutdown. A
+/// lock taken when a connection is accepted and a few times a second, never per request.
+#[derive(Default)]
+pub(crate) struct Registry {
+    conns: Mutex<Vec<Weak<Conn>>>,
+}
+
+impl Registry {
+    /// A new connection, registered.
+    pub(crate) fn register(&self) -> Arc<Conn> {
+        let conn = Arc::new(Conn::new());
+        let mut conns = self.conns.lock().unwrap_or_else(|p| p.into_inner());
+        // Ended connections are swept as new ones come, so the list stays as long as the
+        // connections open even when the reaper is not running.
+        if conns.len() >= 64 && conns.len().is_power_of_two() {
+            conns.retain(|c| c.strong_count() > 0);
+        }
+        conns.push(Arc::downgrade(&conn));
+        conn
+    }
+
+    /// Calls `f` on every open connection, forgetting those that ended.
+    fn each(&self, mut f: impl FnMut(&Conn)) {
+        let mut conns = self.conns.lock().unwrap_or_else(|p| p.into_inner());
+        conns.retain(|c| match c.upgrade() {
+            Some(c) => {
+                f(&c);
+                true
+            }
+            None => false,
+        });
+    }
+
+    /// Tells every connection the server stops.
+    pub(crate) fn stop_all(&self) {
+        self.each(|c| c.signal(STOP));
+    }
+
+    /// Asks the connections that have waited [`SHED_AFTER`] for a request to close, to make
+    /// room.
+    pub(crate) fn shed_idle(&self) {
+        self.each(|c| {
+            if c.waiting_for(SHED_AFTER) {
+                c.signal(SHED);
+            }
+        });
+    }
+}
+
+/// Closes the connections past the deadline of their wait for a request head, looking at every
+/// one each [`Reaper::period`].
+pub(crate) struct Reaper;
+
+impl Reaper {
+    /// How often it looks: a tenth of the shorter timeout, from 10 ms to 250 ms. A connection
+    /// is closed at most this late.
+    pub(crate) fn period(limits: &Limits) -> Duration {
+        (limits.header_timeout.min(limits.idle_timeout) / 10)
+            .clamp(Duration::from_millis(10), Duration::from_millis(250))
+    }
+
+    /// Runs until the task is aborted.
+    pub(crate) async fn run(registry: Arc<Registry>, limits: Limits) {
+        let mut tick = tokio::time::interval(Self::period(&limits));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let now = now_ms();
+            registry.each(|c| {
+                if c.expired(now, &limits) {
+                    c.signal(EXPIRED);
+                }
+            });
+        }
+    }
+}
+
+/// Serves one accepted connection until it ends, is closed on shutdown ([`Registry::stop_all`])
+/// or to make room ([`Registry::shed_idle`], with every slot taken), or is past the deadline of
+/// its wait for a request ([`Reaper`]). Holds its slot (`_slot`) until then.
 pub(crate) async fn serve_connection(
     stream: TcpStream,
     router: Router,
+    conn: Arc<Conn>,
     limits: Limits,
-    mut stop: watch::Receiver<()>,
-    shed: Arc<Notify>,
     _slot: OwnedSemaphorePermit,
 ) -> Ended {
     // Responses are written whole: no reason to hold small ones back.
     let _ = stream.set_nodelay(true);
-    let conn = Arc::new(Conn::new());
     let io = TokioIo::new(Counted {
         io: stream,
         conn: conn.clone(),
@@ -121,38 +246,38 @@ pub(crate) async fn serve_connection(
         router: TowerToHyperService::new(router),
         conn: conn.clone(),
     };
+    // No timer for hyper: the head deadlines are the reaper's.
     let mut builder = http1::Builder::new();
-    builder
-        .timer(HeadTimer {
-            conn: conn.clone(),
-            limits,
-        })
-        .header_read_timeout(limits.header_timeout);
+    builder.header_read_timeout(None);
     let mut http = std::pin::pin!(builder.serve_connection(io, service));
     let mut stopping = false;
     let mut closing = false;
     loop {
-        let shed_now = shed.notified();
         tokio::select! {
             // An error is the client's (gone, or a timeout): nothing to do but close.
             _ = http.as_mut() => return Ended::Closed,
-            _ = stop.changed(), if !stopping => {
-                stopping = true;
-                // hyper's graceful shutdown waits for a request head begun to come whole, which
-                // a client may never send: such a connection, on which nothing was ever
-                // answered, is closed here at once.
-                if conn.started() == 0 {
-                    return Ended::WithoutRequest;
+            _ = conn.wake.notified() => {
+                let signal = conn.signal.swap(0, Ordering::AcqRel);
+                if signal & EXPIRED != 0 {
+                    // Closed without a response, as hyper's own header timeout does.
+                    return Ended::Closed;
                 }
-                // Else hyper closes it at once if it waits for its next request, or after the
-                // response of the one in progress.
-                if !closing {
-                    http.as_mut().graceful_shutdown();
-                    closing = true;
+                if signal & STOP != 0 && !stopping {
+                    stopping = true;
+                    // hyper's graceful shutdown waits for a request head begun to come whole,
+                    // which a client may never send: such a connection, on which nothing was
+                    // ever answered, is closed here at once.
+                    if conn.started() == 0 {
+                        return Ended::WithoutRequest;
+                    }
+                    // Else hyper closes it at once if it waits for its next request, or after
+                    // the response of the one in progress.
+                    if !closing {
+                        http.as_mut().graceful_shutdown();
+                        closing = true;
+                    }
                 }
-            }
-            _ = shed_now, if !closing => {
-                if conn.waiting_for(SHED_AFTER) {
+                if signal & SHED != 0 && !closing && conn.waiting_for(SHED_AFTER) {
                     if conn.started() == 0 {
                         return Ended::WithoutRequest;
                     }
@@ -193,6 +318,7 @@ struct Open(Arc<Conn>);
 impl Open {
     fn new(conn: &Arc<Conn>) -> Open {
         conn.open.fetch_add(1, Ordering::AcqRel);
+        conn.begun_at.store(NOT_BEGUN, Ordering::Release);
         conn.started.fetch_add(1, Ordering::AcqRel);
         Open(conn.clone())
     }
@@ -231,8 +357,8 @@ impl<B: http_body::Body + Unpin> http_body::Body for Tracked<B> {
     }
 }
 
-/// The connection's socket, counting the bytes read (the first byte of a request head starts
-/// its header timeout), and failing a write that has waited [`Limits::write_timeout`] for the
+/// The connection's socket, marking when the first byte of a next request came (it starts that
+/// request's header timeout), and failing a write that has waited [`Limits::write_timeout`] for the
 /// client to read (hyper then closes the connection).
 struct Counted {
     io: TcpStream,
@@ -276,8 +402,11 @@ impl AsyncRead for Counted {
         let before = buf.filled().len();
         let r = Pin::new(&mut self.io).poll_read(cx, buf);
         if let Poll::Ready(Ok(())) = r {
-            let n = (buf.filled().len() - before) as u64;
-            self.conn.read.fetch_add(n, Ordering::AcqRel);
+            if buf.filled().len() > before
+                && self.conn.begun_at.load(Ordering::Relaxed) == NOT_BEGUN
+            {
+                self.conn.begun_at.store(now_ms(), Ordering::Release);
+            }
         }
         r
     }
@@ -315,78 +444,3 @@ impl AsyncWrite for Counted {
         Pin::new(&mut self.io).poll_shutdown(cx)
     }
 }
-
-/// The timer hyper's HTTP/1 server asks for when it begins to wait for a request head (its only
-/// use of a timer on a server connection), with the deadline `now + header timeout`; when it
-/// fires, hyper closes the connection, without a response.
-#[derive(Clone)]
-struct HeadTimer {
-    conn: Arc<Conn>,
-    limits: Limits,
-}
-
-impl hyper::rt::Timer for HeadTimer {
-    fn sleep(&self, duration: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
-        Box::pin(HeadWait::until(Instant::now() + duration))
-    }
-
-    fn sleep_until(&self, deadline: Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
-        // The first request: the header timeout from the connection's start.
-        if self.conn.started() == 0 {
-            return Box::pin(HeadWait::until(deadline));
-        }
-        // A later one: the idle timeout, until the request's first byte comes.
-        let mut wait = HeadWait::until(Instant::now() + self.limits.idle_timeout);
-        wait.idle = Some(Idle {
-            conn: self.conn.clone(),
-            read: self.conn.read.load(Ordering::Acquire),
-            header_timeout: self.limits.header_timeout,
-        });
-        Box::pin(wait)
-    }
-}
-
-/// A keep-alive connection waiting for its next request: the bytes read when it began.
-struct Idle {
-    conn: Arc<Conn>,
-    read: u64,
-    header_timeout: Duration,
-}
-
-/// A wait for a request head. hyper polls it each time it finds the head still incomplete, so
-/// also right after each read.
-struct HeadWait {
-    sleep: Pin<Box<tokio::time::Sleep>>,
-    /// While no byte of the request came: the deadline is the idle timeout's.
-    idle: Option<Idle>,
-}
-
-impl HeadWait {
-    fn until(deadline: Instant) -> HeadWait {
-        HeadWait {
-            sleep: Box::pin(tokio::time::sleep_until(deadline.into())),
-            idle: None,
-        }
-    }
-}
-
-impl Future for HeadWait {
-    type Output = ();
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let begun = self
-            .idle
-            .as_ref()
-            .filter(|i| i.conn.read.load(Ordering::Acquire) != i.read)
-            .map(|i| i.header_timeout);
-        if let Some(header_timeout) = begun {
-            // The request's first bytes came: from now, the header timeout.
-            self.idle = None;
-            let deadline = tokio::time::Instant::now() + header_timeout;
-            self.sleep.as_mut().reset(deadline);
-        }
-        self.sleep.as_mut().poll(cx)
-    }
-}
-
-impl hyper::rt::Sleep for HeadWait {}

@@ -5,18 +5,20 @@
 //! No lock is shared by every request: each scheme's id counter is made at start and held by
 //! its scheme, and a request finds its route's handles in a fixed table of slots, each set once
 //! (the first request of a route makes its histogram, the first of a route and status its
-//! counter); after that a request costs atomic increments and the route's histogram, whose own
-//! short lock only requests of that route share.
+//! counter); after that a request costs atomic increments: the route's latency histogram is
+//! [`LatencyHistogram`], whose counts are striped over cache lines so that two workers do not
+//! write the same one (prometheus-client's own `Histogram` takes a lock per observation, which
+//! every request of a route would share).
 
-use std::sync::atomic::AtomicU64;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::Registry;
 
 /// The `Content-Type` of `/metrics`.
@@ -52,14 +54,103 @@ struct RouteStatus {
 
 type F64Gauge = Gauge<f64, AtomicU64>;
 
-fn latency_histogram() -> Histogram {
-    Histogram::new(BUCKETS)
+/// The bucket bounds in nanoseconds: a latency is placed with integer comparisons.
+const BUCKETS_NS: [u64; BUCKETS.len()] = {
+    let mut ns = [0u64; BUCKETS.len()];
+    let mut i = 0;
+    while i < BUCKETS.len() {
+        // Exact: every bound is a whole number of 100 ns steps.
+        ns[i] = (BUCKETS[i] * 1e9 + 0.5) as u64;
+        i += 1;
+    }
+    ns
+};
+
+/// Stripes of a [`LatencyHistogram`]: more than the workers of a runtime on a small machine.
+const STRIPES: usize = 8;
+
+/// One stripe's counts, alone on its cache lines (128 bytes: adjacent-line prefetch pairs 64-byte
+/// lines).
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct Stripe {
+    /// Observations per bucket, the last one past every bound (`+Inf`).
+    buckets: [AtomicU64; BUCKETS.len() + 1],
+    /// The sum of the observations, in nanoseconds.
+    sum_ns: AtomicU64,
+}
+
+/// A request latency histogram with [`BUCKETS`] for bounds, rendered as a Prometheus
+/// histogram. An observation is two relaxed atomic adds on the stripe of the thread that makes
+/// it ([`stripe`]); a scrape sums the stripes, and the count it says is the sum of the buckets
+/// it says, so the two always agree.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LatencyHistogram(Arc<[Stripe; STRIPES]>);
+
+/// This thread's stripe: threads take stripes in turn as they first observe.
+fn stripe() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static MINE: usize = NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES;
+    }
+    MINE.with(|m| *m)
+}
+
+impl LatencyHistogram {
+    pub(crate) fn observe(&self, took: Duration) {
+        let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        let bucket = BUCKETS_NS
+            .iter()
+            .position(|&b| ns <= b)
+            .unwrap_or(BUCKETS.len());
+        let s = &self.0[stripe()];
+        s.buckets[bucket].fetch_add(1, Ordering::Relaxed);
+        s.sum_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+
+    /// The counts per bucket (not cumulative, `+Inf` last) and the sum in seconds.
+    fn snapshot(&self) -> ([u64; BUCKETS.len() + 1], f64) {
+        let mut counts = [0u64; BUCKETS.len() + 1];
+        let mut sum_ns: u128 = 0;
+        for s in self.0.iter() {
+            for (c, b) in counts.iter_mut().zip(&s.buckets) {
+                *c += b.load(Ordering::Relaxed);
+            }
+            sum_ns += u128::from(s.sum_ns.load(Ordering::Relaxed));
+        }
+        (counts, sum_ns as f64 / 1e9)
+    }
+}
+
+impl TypedMetric for LatencyHistogram {
+    const TYPE: MetricType = MetricType::Histogram;
+}
+
+impl EncodeMetric for LatencyHistogram {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        let (counts, sum) = self.snapshot();
+        let buckets: Vec<(f64, u64)> = BUCKETS
+            .iter()
+            .copied()
+            .chain(std::iter::once(f64::INFINITY))
+            .zip(counts)
+            .collect();
+        encoder.encode_histogram::<NoLabelSet>(sum, counts.iter().sum(), &buckets, None)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        Self::TYPE
+    }
+}
+
+fn latency_histogram() -> LatencyHistogram {
+    LatencyHistogram::default()
 }
 
 /// A route's handles: its histogram and its counter per status, each made on first use.
 struct RouteHandles {
     route: Box<str>,
-    duration: Histogram,
+    duration: LatencyHistogram,
     statuses: Box<[OnceLock<Counter>]>,
 }
 
@@ -79,7 +170,7 @@ pub struct Metrics {
     ready: Gauge,
     lease: Option<LeaseFamilies>,
     requests: Family<RouteStatus, Counter>,
-    duration: Family<RouteLabel, Histogram, fn() -> Histogram>,
+    duration: Family<RouteLabel, LatencyHistogram, fn() -> LatencyHistogram>,
     routes: [OnceLock<RouteHandles>; ROUTE_SLOTS],
 }
 
@@ -145,7 +236,7 @@ impl Metrics {
             "Requests, by route and status",
             requests.clone(),
         );
-        let duration: Family<RouteLabel, Histogram, fn() -> Histogram> =
+        let duration: Family<RouteLabel, LatencyHistogram, fn() -> LatencyHistogram> =
             Family::new_with_constructor(latency_histogram);
         registry.register(
             "idforge_http_request_duration_seconds",
@@ -235,10 +326,9 @@ impl Metrics {
 
     /// Counts a finished request.
     pub fn record(&self, route: &str, status: u16, took: Duration) {
-        let secs = took.as_secs_f64();
         match self.route_slot(route) {
             Some(h) => {
-                h.duration.observe(secs);
+                h.duration.observe(took);
                 match h
                     .statuses
                     .get(usize::from(status.wrapping_sub(STATUSES.start)))
@@ -252,7 +342,7 @@ impl Metrics {
                     .get_or_create(&RouteLabel {
                         route: route.to_string(),
                     })
-                    .observe(secs);
+                    .observe(took);
                 self.requests(route, status).inc();
             }
         }
@@ -297,6 +387,66 @@ impl Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The exposition of `h` alone, registered as `name`.
+    fn render_one(name: &str, h: impl prometheus_client::registry::Metric) -> String {
+        let mut r = Registry::default();
+        r.register(name, "Latency", h);
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &r).unwrap();
+        out
+    }
+
+    #[test]
+    fn the_striped_histogram_renders_as_prometheus_clients_own_for_the_same_observations() {
+        // Latencies exact both as whole nanoseconds and as binary fractions of a second, so the
+        // two sums are the same number; on and between bounds, and past the last one.
+        let took = [
+            Duration::from_nanos(100_000),
+            Duration::from_secs_f64(0.000_25),
+            Duration::from_secs_f64(0.5),
+            Duration::from_secs_f64(0.25),
+            Duration::from_secs(2),
+            Duration::from_secs(64),
+            Duration::ZERO,
+        ];
+        let ours = LatencyHistogram::default();
+        let theirs = prometheus_client::metrics::histogram::Histogram::new(BUCKETS);
+        std::thread::scope(|s| {
+            // From several threads: the stripes are summed.
+            for chunk in took.chunks(2) {
+                let ours = ours.clone();
+                s.spawn(move || chunk.iter().for_each(|t| ours.observe(*t)));
+            }
+        });
+        for t in took {
+            theirs.observe(t.as_secs_f64());
+        }
+        let a = render_one("latency_seconds", ours);
+        assert_eq!(a, render_one("latency_seconds", theirs));
+        assert!(a.contains("latency_seconds_count 7"), "{a}");
+        assert!(a.contains("latency_seconds_bucket{le=\"0.0001\"} 2"), "{a}");
+        assert!(a.contains("latency_seconds_bucket{le=\"10.0\"} 6"), "{a}");
+    }
+
+    #[test]
+    fn two_threads_observing_at_once_lose_no_observation() {
+        let h = LatencyHistogram::default();
+        std::thread::scope(|s| {
+            for i in 0..4u64 {
+                let h = h.clone();
+                s.spawn(move || {
+                    for k in 0..50_000u64 {
+                        h.observe(Duration::from_micros((i * 50_000 + k) % 3_000));
+                    }
+                });
+            }
+        });
+        let (counts, sum) = h.snapshot();
+        assert_eq!(counts.iter().sum::<u64>(), 200_000);
+        let exact: u64 = (0..200_000u64).map(|x| (x % 3_000) * 1_000).sum();
+        assert!((sum - exact as f64 / 1e9).abs() < 1e-6, "{sum}");
+    }
 
     #[test]
     fn requests_are_counted_by_route_and_status_with_their_latency() {

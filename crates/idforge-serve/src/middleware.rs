@@ -205,8 +205,18 @@ where
         Box::pin(async move {
             // On the timeout the handler is dropped (tower-http's `TimeoutLayer` answers with
             // an empty body: this answer says what to do). A panic is caught inside, by
-            // `CatchPanic`.
-            let res = match tokio::time::timeout(app.config.timeout, handler).await {
+            // `CatchPanic`. Most handlers answer when first polled (one id): the timer, which
+            // costs a runtime handle and an entry in the timer wheel, is armed only for those
+            // that do not.
+            let mut handler = std::pin::pin!(handler);
+            let first = std::future::poll_fn(|cx| Poll::Ready(handler.as_mut().poll(cx))).await;
+            let outcome = match first {
+                Poll::Ready(r) => Ok(r),
+                Poll::Pending => {
+                    tokio::time::timeout_at((start + app.config.timeout).into(), handler).await
+                }
+            };
+            let res = match outcome {
                 Ok(Ok(res)) => json_errors(res.map(Body::new)).await,
                 Ok(Err(never)) => match never {},
                 Err(_) => error(

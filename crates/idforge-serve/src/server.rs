@@ -8,12 +8,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use tokio::sync::{watch, Notify, Semaphore};
+use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use crate::app::App;
 use crate::config::{Config, RESERVED_FILES};
-use crate::conn::{serve_connection, Ended, Limits, SHED_AFTER};
+use crate::conn::{serve_connection, Ended, Limits, Reaper, Registry, SHED_AFTER};
 use crate::routes::router;
 
 /// How [`serve_on`] stopped.
@@ -92,8 +92,8 @@ pub async fn serve_on(
     let grace = app.config.shutdown_grace;
     let router = router(app);
     let slots = Arc::new(Semaphore::new(max));
-    let (stop, stopping) = watch::channel(());
-    let shed = Arc::new(Notify::new());
+    let registry = Arc::new(Registry::default());
+    let reaper = tokio::spawn(Reaper::run(registry.clone(), limits));
     let mut conns: JoinSet<Ended> = JoinSet::new();
     let mut shutdown = std::pin::pin!(shutdown);
     let mut full_said = Quiet::default();
@@ -136,7 +136,7 @@ pub async fn serve_on(
                     tracing::warn!("{max} connections open (--max-connections): new ones wait in the listen backlog; those waiting over {} s for a request are closed to make room", SHED_AFTER.as_secs());
                 }
                 loop {
-                    shed.notify_waiters();
+                    registry.shed_idle();
                     tokio::select! {
                         slot = slots.clone().acquire_owned() => break slot.expect("the semaphore is never closed"),
                         // Connections may become closable meanwhile.
@@ -153,15 +153,14 @@ pub async fn serve_on(
         conns.spawn(serve_connection(
             stream,
             router.clone(),
+            registry.register(),
             limits,
-            stopping.clone(),
-            shed.clone(),
             slot,
         ));
     }
     let signalled = Instant::now();
     drop(listener);
-    let _ = stop.send(());
+    registry.stop_all();
     let mut without_request = unserved;
     let drained = tokio::time::timeout_at((signalled + grace).into(), async {
         while let Some(ended) = conns.join_next().await {
@@ -174,6 +173,7 @@ pub async fn serve_on(
     let cut = if drained.is_err() { conns.len() } else { 0 };
     // Dropping a connection drops its handler, which stops its batch.
     conns.shutdown().await;
+    reaper.abort();
     Ok(Stopped {
         signalled,
         grace,
