@@ -442,6 +442,8 @@ fn an_address_in_use_exits_7_as_the_help_says() {
         err.contains(&format!("cannot listen on {addr}")) && err.contains("--listen"),
         "{err}"
     );
+    // The cause is said once, not again as the error's source.
+    assert_eq!(err.matches("os error").count(), 1, "{err}");
     let help = std::process::Command::new(env!("CARGO_BIN_EXE_idforge"))
         .args(["serve", "--help"])
         .output()

@@ -315,11 +315,9 @@ impl std::fmt::Display for CannotListen {
     }
 }
 
-impl std::error::Error for CannotListen {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.source)
-    }
-}
+// The message already says the cause (the `source` field), so it is not given again as the
+// error's source: a chain printed whole would repeat it.
+impl std::error::Error for CannotListen {}
 
 /// The listen backlog asked for: connections past `--max-connections` wait there (the kernel
 /// caps it at `net.core.somaxconn`).
