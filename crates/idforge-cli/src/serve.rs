@@ -11,7 +11,7 @@ use idforge_serve::Settings;
 /// defaults: the first that sets a value wins.
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// A TOML file of settings (keys: listen, schemes, node, host, nodes, layout, in_process,
+    /// A TOML file of settings (keys: listen, schemes, node, host, nodes, layout, in_process, state_mode,
     /// max_count, max_batches, timeout_ms, header_timeout_ms, idle_timeout_ms, max_connections,
     /// shutdown_grace_ms, tokens_file, etcd, etcd_cacert, etcd_cert, etcd_key, etcd_user,
     /// etcd_password_file, namespace_prefix, lease_ttl, clock, log_format), below flags and
@@ -44,6 +44,12 @@ pub struct ServeArgs {
     /// files two servers on one host, or a restarted server, can issue the same ids.
     #[arg(long)]
     in_process: bool,
+    /// Share the state files on purpose, with this mode in octal (e.g. 660: the group may use
+    /// them too, as `idforge gen --shared --state-mode 660` does). Everyone who can write them can
+    /// make every process using them issue duplicates. Default: private files (600), and a file
+    /// or directory others can write is refused.
+    #[arg(long, value_name = "OCTAL")]
+    state_mode: Option<String>,
     /// Largest `count` of one request [default: 100000; at most 1000000].
     #[arg(long, value_name = "N")]
     max_count: Option<u64>,
@@ -142,6 +148,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         nodes: None,
         layout: a.layout,
         in_process: a.in_process.then_some(true),
+        state_mode: a.state_mode,
         max_count: a.max_count,
         max_batches: a.max_batches,
         timeout_ms: a.timeout_ms,

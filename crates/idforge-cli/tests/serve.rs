@@ -432,6 +432,63 @@ fn a_layout_that_does_not_parse_stops_the_server_with_gens_reason() {
 }
 
 #[test]
+fn a_state_file_shared_on_purpose_is_served_with_state_mode_and_refused_without() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = TempDir::new("statemode");
+    // Made by `gen` for a group, as a user sharing one file with the service would.
+    let made = std::process::Command::new(env!("CARGO_BIN_EXE_idforge"))
+        .args(["gen", "uuid7", "--shared", "--state-mode", "660", "-n", "3"])
+        .env("IDFORGE_STATE_DIR", &d.0)
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let file = d.0.join("uuid7.state");
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o660);
+    // Without --state-mode the group-writable file is refused, with advice the serve command
+    // can follow.
+    let (code, err) = refused(&d, &["--schemes", "uuid7"], &[]);
+    assert_ne!(code, None, "{err}");
+    assert_ne!(code, Some(0), "{err}");
+    assert!(
+        err.contains("writable by its group") && err.contains("--state-mode"),
+        "{err}"
+    );
+    // With it, served from that file.
+    let mut c = cmd(&d.0);
+    c.args([
+        "--listen",
+        "127.0.0.1:0",
+        "--schemes",
+        "uuid7",
+        "--state-mode",
+        "660",
+    ]);
+    let p = spawn(c);
+    assert_eq!(get(p.addr, "/v1/ids/uuid7?count=2", &[]).ids().len(), 2);
+    drop(p);
+    // Not octal, or beside --in-process: refused at start with the reason.
+    let (code, err) = refused(
+        &d,
+        &["--schemes", "uuid7"],
+        &[("IDFORGE_STATE_MODE", "rw-rw----")],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("is not permission bits"), "{err}");
+    let (code, err) = refused(
+        &d,
+        &["--schemes", "uuid7", "--in-process", "--state-mode", "660"],
+        &[],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--in-process does not use"), "{err}");
+}
+
+#[test]
 fn an_address_in_use_exits_7_as_the_help_says() {
     let d = TempDir::new("inuse");
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

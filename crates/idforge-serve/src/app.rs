@@ -167,7 +167,11 @@ impl App {
                 let path = kind.default_state_path(&opts).with_context(|| {
                     format!("{}: no default state file (set IDFORGE_STATE_DIR, or serve with --in-process)", kind.name())
                 })?;
-                opts.state = Some(StateOptions::new(path));
+                let state = StateOptions::new(path);
+                opts.state = Some(match config.state_mode {
+                    Some(mode) => state.shared_mode(mode),
+                    None => state,
+                });
             }
             let gen = Opened::open(&kind, &opts).with_context(|| {
                 format!(

@@ -62,6 +62,8 @@ pub const ENVIRONMENT: &str = "Environment (below flags, above the --config file
   IDFORGE_HOST         nanots-host's host id, served only with one (--host)
   IDFORGE_LAYOUT       layout of the custom scheme, which is served only with one (--layout)
   IDFORGE_IN_PROCESS   1/true: keep stamps in the process, not in state files (--in-process)
+  IDFORGE_STATE_MODE   share the state files on purpose: their mode in octal, e.g. 660
+                       (--state-mode)
   IDFORGE_MAX_COUNT    largest count of one request, at most 1000000 (--max-count)
   IDFORGE_MAX_BATCHES  large batches (over 64 ids, streamed) in flight at once (--max-batches)
   IDFORGE_TIMEOUT_MS   request timeout in milliseconds (--timeout-ms)
@@ -188,6 +190,8 @@ pub struct Settings {
     pub layout: Option<String>,
     /// Keep stamps in the process instead of host-wide state files.
     pub in_process: Option<bool>,
+    /// Share the state files on purpose: their mode, in octal (`"660"`).
+    pub state_mode: Option<String>,
     /// The largest count of one request.
     pub max_count: Option<u64>,
     /// The most large batches (over 64 ids, streamed) in flight at once.
@@ -263,6 +267,11 @@ pub struct Config {
     pub layout: Option<String>,
     /// Keep stamps in the process instead of host-wide state files.
     pub in_process: bool,
+    /// The state files shared on purpose with this mode (`StateOptions::shared_mode`): new
+    /// ones are made with it, and existing ones (and their directory) writable by the group or
+    /// others, or owned by another user, are accepted as far as it grants that access. `None`:
+    /// private files, and any other refused.
+    pub state_mode: Option<u32>,
     /// The largest count of one request.
     pub max_count: u64,
     /// The request timeout: a small batch's whole answer, a large one's last byte.
@@ -330,6 +339,7 @@ impl Settings {
             nodes: self.nodes.or(lower.nodes),
             layout: self.layout.or(lower.layout),
             in_process: self.in_process.or(lower.in_process),
+            state_mode: self.state_mode.or(lower.state_mode),
             max_count: self.max_count.or(lower.max_count),
             max_batches: self.max_batches.or(lower.max_batches),
             timeout_ms: self.timeout_ms.or(lower.timeout_ms),
@@ -354,7 +364,7 @@ impl Settings {
     }
 
     /// The settings of a TOML file (keys as the fields of [`Settings`]: `listen`, `schemes`,
-    /// `node`, `host`, `nodes`, `layout`, `in_process`, `max_count`, `max_batches`, `timeout_ms`,
+    /// `node`, `host`, `nodes`, `layout`, `in_process`, `state_mode`, `max_count`, `max_batches`, `timeout_ms`,
     /// `header_timeout_ms`, `idle_timeout_ms`, `max_connections`, `shutdown_grace_ms`,
     /// `tokens_file`, `etcd`,
     /// `etcd_cacert`, `etcd_cert`, `etcd_key`, `etcd_user`, `etcd_password_file`,
@@ -454,6 +464,7 @@ impl Settings {
             nodes: None,
             layout: get("IDFORGE_LAYOUT"),
             in_process,
+            state_mode: get("IDFORGE_STATE_MODE"),
             max_count: num("IDFORGE_MAX_COUNT")?,
             max_batches: num("IDFORGE_MAX_BATCHES")?.map(|n| n as usize),
             timeout_ms: num("IDFORGE_TIMEOUT_MS")?,
@@ -503,6 +514,18 @@ impl Settings {
                 "listen address {listen:?} is not IP:PORT (e.g. 127.0.0.1:7470 or 0.0.0.0:7470)"
             )
         })?;
+        let state_mode = match self.state_mode.as_deref().map(str::trim) {
+            None => None,
+            Some(m) => match u32::from_str_radix(m.trim_start_matches("0o"), 8) {
+                Ok(mode) if mode <= 0o777 && !m.is_empty() => {
+                    if self.in_process == Some(true) {
+                        bail!("state mode {m:?} applies to state files, which --in-process does not use: leave one of them out");
+                    }
+                    Some(mode)
+                }
+                _ => bail!("state mode {m:?} is not permission bits: use octal, e.g. 600 or 660"),
+            },
+        };
         let max_count = self.max_count.unwrap_or(DEFAULT_MAX_COUNT);
         if max_count == 0 {
             bail!("max count 0 would refuse every request: set at least 1");
@@ -659,6 +682,7 @@ impl Settings {
             nodes: self.nodes.unwrap_or_default(),
             layout: self.layout,
             in_process: self.in_process.unwrap_or(false),
+            state_mode,
             max_count,
             timeout,
             max_batches,

@@ -58,6 +58,8 @@ pub fn cmd(state: &Path) -> Command {
         .env_remove("IDFORGE_MAX_COUNT")
         .env_remove("IDFORGE_MAX_BATCHES")
         .env_remove("IDFORGE_CLOCK")
+        .env_remove("IDFORGE_STATE_MODE")
+        .env_remove("IDFORGE_IN_PROCESS")
         .env_remove("IDFORGE_TIMEOUT_MS")
         .env_remove("IDFORGE_HEADER_TIMEOUT_MS")
         .env_remove("IDFORGE_IDLE_TIMEOUT_MS")
