@@ -44,31 +44,49 @@ pub(crate) enum Body3 {
     Octets,
 }
 
-/// The best representation the `Accept` header allows (JSON without one).
+/// The best representation the `Accept` header allows (JSON without one). Several `Accept`
+/// lines are one list, as HTTP says of a header given more than once; a value that is not text
+/// (bytes outside visible ASCII) is refused rather than taken for no header.
 pub(crate) fn negotiate(headers: &HeaderMap) -> Result<Body3, ApiError> {
-    let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
+    let mut values = headers.get_all(header::ACCEPT).iter().peekable();
+    if values.peek().is_none() {
         return Ok(Body3::Json);
-    };
-    let mut ranges: Vec<(f32, usize, Body3)> = Vec::new();
-    for (i, range) in accept.split(',').enumerate() {
-        let mut parts = range.split(';');
-        let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
-        let q = parts
-            .filter_map(|p| p.trim().strip_prefix("q="))
-            .find_map(|q| q.trim().parse::<f32>().ok())
-            .unwrap_or(1.0);
-        let body = match media.as_str() {
-            "application/json" | "application/*" | "*/*" => Body3::Json,
-            "text/plain" | "text/*" => Body3::Text,
-            "application/octet-stream" => Body3::Octets,
-            _ => continue,
+    }
+    let mut best: Option<(f32, Body3)> = None;
+    let mut said = Vec::new();
+    for value in values {
+        let Ok(accept) = value.to_str() else {
+            return Err(fail(
+                StatusCode::BAD_REQUEST,
+                "the Accept header is not text (bytes outside visible ASCII): send media types such as application/json",
+            ));
         };
-        if q > 0.0 {
-            ranges.push((q, i, body));
+        said.push(accept);
+        for range in accept.split(',') {
+            let mut parts = range.split(';');
+            let media = parts.next().unwrap_or("").trim();
+            let q = parts
+                .filter_map(|p| p.trim().strip_prefix("q="))
+                .find_map(|q| q.trim().parse::<f32>().ok())
+                .unwrap_or(1.0);
+            let is = |m: &str| media.eq_ignore_ascii_case(m);
+            let body = if is("application/json") || is("application/*") || is("*/*") {
+                Body3::Json
+            } else if is("text/plain") || is("text/*") {
+                Body3::Text
+            } else if is("application/octet-stream") {
+                Body3::Octets
+            } else {
+                continue;
+            };
+            // The highest q wins; between equal ones, the first given.
+            if q > 0.0 && best.is_none_or(|(b, _)| q > b) {
+                best = Some((q, body));
+            }
         }
     }
-    ranges.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    ranges.first().map(|r| r.2).ok_or_else(|| {
+    best.map(|b| b.1).ok_or_else(|| {
+        let accept = said.join(", ");
         fail(
             StatusCode::NOT_ACCEPTABLE,
             format!("cannot answer in {accept:?}: accept application/json, text/plain or application/octet-stream"),
@@ -97,5 +115,31 @@ mod tests {
         assert_eq!(h("image/png, */*;q=0.1").unwrap(), Body3::Json);
         assert!(h("image/png").is_err());
         assert!(h("text/plain;q=0").is_err());
+        assert_eq!(h("TEXT/Plain").unwrap(), Body3::Text);
+    }
+
+    #[test]
+    fn accept_lines_given_twice_are_one_list_and_a_value_not_text_is_refused() {
+        let mut m = HeaderMap::new();
+        m.append(header::ACCEPT, HeaderValue::from_static("image/png"));
+        m.append(header::ACCEPT, HeaderValue::from_static("text/plain"));
+        assert_eq!(negotiate(&m).unwrap(), Body3::Text);
+        let mut m = HeaderMap::new();
+        m.append(
+            header::ACCEPT,
+            HeaderValue::from_static("application/json;q=0.2"),
+        );
+        m.append(
+            header::ACCEPT,
+            HeaderValue::from_static("application/octet-stream;q=0.9"),
+        );
+        assert_eq!(negotiate(&m).unwrap(), Body3::Octets);
+        let mut m = HeaderMap::new();
+        m.insert(
+            header::ACCEPT,
+            HeaderValue::from_bytes(b"text/pl\xc3\xa4in").unwrap(),
+        );
+        let e = axum::response::IntoResponse::into_response(negotiate(&m).unwrap_err());
+        assert_eq!(e.status(), StatusCode::BAD_REQUEST);
     }
 }
