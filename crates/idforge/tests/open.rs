@@ -111,6 +111,55 @@ fn settings_a_scheme_does_not_take_are_refused_not_ignored() {
     assert!(matches!(e, Error::NodeRequired { .. }), "{e}");
 }
 
+/// A state file whose stamp is ahead of a fixed clock, with a bounded policy, would make the
+/// first id wait for ever for a clock that never moves: refused at open instead.
+#[cfg(feature = "host-wide")]
+#[test]
+fn a_fixed_clock_with_a_bounded_policy_is_refused_not_left_waiting() {
+    let dir = std::env::temp_dir().join(format!("idforge-open-fixed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("uuid7.state");
+    let kind = Kind::from_name("uuid7", None).unwrap();
+    // The file's stamp is now, on the wall clock.
+    let now = Opened::open(
+        &kind,
+        &OpenOptions {
+            state: Some(StateOptions::new(&path)),
+            ..OpenOptions::default()
+        },
+    )
+    .unwrap();
+    now.next().unwrap();
+    drop(now);
+    let at = idforge::time::parse_rfc3339("2024-10-11T09:40:25.767Z").unwrap();
+    let fixed = |policy| OpenOptions {
+        at_ns: Some(at),
+        policy,
+        state: Some(StateOptions::new(&path)),
+        ..OpenOptions::default()
+    };
+    let e = Opened::open(&kind, &fixed(Some(idforge::Policy::DEFAULT))).unwrap_err();
+    assert!(
+        matches!(&e, Error::NotApplicable { setting, .. } if setting.contains("fixed clock")),
+        "{e}"
+    );
+    // With no policy (the unbounded one) it issues at once. A state file keeps the policy it
+    // was made with, so this is a file of its own.
+    let path = dir.join("uuid7-fixed.state");
+    for policy in [None, Some(idforge::Policy::UNBOUNDED)] {
+        let g = Opened::open(
+            &kind,
+            &OpenOptions {
+                state: Some(StateOptions::new(&path)),
+                ..fixed(policy)
+            },
+        )
+        .unwrap();
+        g.next().unwrap();
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn a_fixed_clock_gives_ids_at_that_time() {
     let at = idforge::time::parse_rfc3339("2024-10-11T09:40:25.767Z").unwrap();

@@ -528,6 +528,15 @@ impl Opened {
             (Some(_), None) => Policy::UNBOUNDED,
             (None, None) => default,
         };
+        // A fixed clock never moves: a bounded lead, or waiting for the clock, would wait for
+        // ever as soon as the stamp (a state file's, from earlier runs) is ahead of it.
+        if opts.at_ns.is_some() && opts.policy.is_some_and(|p| p != Policy::UNBOUNDED) {
+            return Err(Error::NotApplicable {
+                scheme: kind.name().to_string(),
+                setting: "a policy with a fixed clock (`at`)".into(),
+                why: "a fixed clock never moves, so a bounded lead or a wait for the clock would wait for ever; it runs with no bound on the lead (Policy::UNBOUNDED)".into(),
+            });
+        }
         let locality_only = opts.pid.is_some() || opts.mac_fragment.is_some() || opts.sequential;
         if locality_only && *kind != Kind::Locality {
             return Err(not_applicable(kind, "a pid, a MAC or sequential mode"));
