@@ -93,7 +93,7 @@ pub enum Error {
         year: i32,
     },
     /// The wall clock is further behind the last issued id than the policy allows.
-    #[error("the wall clock is {behind:?} behind the last issued id, more than the allowed lead of {max_lead:?}; issuing now could break ordering, so nothing was issued. Fix the clock, retry later, or allow a larger lead (`Policy::max_lead`) or wait for the clock (`OnClockBehind::Wait`)")]
+    #[error("the wall clock is {behind:?} behind the last issued id, more than the allowed lead of {max_lead:?}; issuing now could break ordering, so nothing was issued. Fix the clock, retry later, or allow a larger lead (`Policy::max_lead`) or wait for the clock (`OnClockBehind::Wait`); on a shared state file every process sharing it must use the same policy, so change it in all of them")]
     ClockBehind {
         /// How far the clock is behind the last issued stamp.
         behind: Duration,
