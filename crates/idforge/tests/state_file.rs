@@ -155,7 +155,10 @@ fn a_file_deleted_between_finding_it_and_opening_it_is_created_again() {
         s.spawn(|| {
             while !stop.load(Ordering::Relaxed) {
                 let _ = std::fs::remove_file(&opts.path);
-                std::thread::sleep(Duration::from_micros(200));
+                // A deletion every 5 ms races hundreds of opens, and leaves an open room to
+                // win within its 16 tries even on a loaded machine (every 200 us or 1 ms, 16
+                // losses in a row happened under a load of 4 on 2 cores).
+                std::thread::sleep(Duration::from_millis(5));
             }
         });
         let mut failures = Vec::new();
