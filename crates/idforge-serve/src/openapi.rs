@@ -72,7 +72,8 @@ configured, every route but /healthz needs `Authorization: Bearer TOKEN` (401 wi
 a wrong one). Errors from the service are always JSON `{\"error\": \"...\"}`; a request target \
 over 2048 bytes gets 414, a request over the timeout 503. Two answers come from the HTTP library \
 (hyper) before the service sees the request, with an empty body and no content type, and close \
-the connection: 431 for a request head of more than 100 header fields or 417792 bytes, and 414 \
+the connection: 431 for a request head of more than 100 header fields or about 417792 bytes \
+(checked before each read, so up to one read more may pass), and 414 \
 for a request target over 65534 bytes. Every route takes GET; HEAD is answered as GET without a \
 body, except on /v1/ids/{scheme}, where it is 405 with `Allow: GET` and issues nothing.";
 
@@ -454,7 +455,8 @@ pub(crate) struct Forbidden(ErrorBody);
 pub(crate) struct UriTooLong(ErrorBody);
 
 /// Request Header Fields Too Large, answered by hyper (the HTTP library) before the service sees
-/// the request: more than 100 header fields, or a request head over 417792 bytes. The body is
+/// the request: more than 100 header fields, or a request head over 417792 bytes (hyper checks
+/// its read buffer before each read, so a head up to one read longer may pass). The body is
 /// empty, with no content type, and the connection is closed.
 #[derive(ToResponse)]
 pub(crate) struct HeadersTooLarge;
