@@ -349,7 +349,13 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let listen = config.listen;
     let grace = config.shutdown_grace;
     if !listen.ip().is_loopback() && config.tokens.is_empty() {
-        tracing::warn!("listening on {listen}, beyond this machine, with no bearer tokens: anyone who can reach it can take ids; set --tokens-file or IDFORGE_TOKENS");
+        let warning = format!("listening on {listen}, beyond this machine, with no bearer tokens: anyone who can reach it can take ids; set --tokens-file or IDFORGE_TOKENS");
+        // A program embedding the service may have set no subscriber: this one is not lost.
+        if tracing::dispatcher::has_been_set() {
+            tracing::warn!("{warning}");
+        } else {
+            eprintln!("idforge-serve: warning: {warning}");
+        }
     }
     if let Some(w) = config.fleet.as_ref().and_then(|f| f.etcd.warning()) {
         tracing::warn!("{w}");
