@@ -74,10 +74,15 @@ where
 pub fn init(format: LogFormat) -> anyhow::Result<LogGuard> {
     let filter = filter(|k| std::env::var(k).ok())?;
     let (writer, guard) = Batched::start(std::io::stderr())?;
+    // Set only once per process; a second call (none today) keeps the first.
+    let _ = tracing::subscriber::set_global_default(subscriber(format, filter, writer.clone()));
     // The text request lines, the most frequent by far, are written here without a `tracing`
-    // event each (the service still asks the subscriber's filter whether to write them): the
-    // same text as the event's through [`Text`], each line made in a buffer of its thread.
-    if matches!(format, LogFormat::Text) {
+    // event each: the same text as the event's through [`Text`], each line made in a buffer of
+    // its thread. The filter is asked once, now that the subscriber is set (it never changes):
+    // with the request lines filtered out no writer is set, and the service's event for them
+    // is filtered out as any other.
+    let request_lines = tracing::enabled!(target: idforge_serve::REQUEST_LOG, tracing::Level::INFO);
+    if matches!(format, LogFormat::Text) && request_lines {
         let lines = writer.clone();
         idforge_serve::set_request_writer(Box::new(move |line| {
             thread_local! {
@@ -92,8 +97,6 @@ pub fn init(format: LogFormat) -> anyhow::Result<LogGuard> {
             });
         }));
     }
-    // Set only once per process; a second call (none today) keeps the first.
-    let _ = tracing::subscriber::set_global_default(subscriber(format, filter, writer));
     Ok(guard)
 }
 

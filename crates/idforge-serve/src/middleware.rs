@@ -63,9 +63,10 @@ static REQUEST_WRITER: std::sync::OnceLock<RequestWriter> = std::sync::OnceLock:
 
 /// Has `write` write the request lines, instead of a `tracing` event each: for a program that
 /// writes them faster than its `tracing` subscriber would (the `idforge` command, for its text
-/// format). They still pass the subscriber's filter: a line is written only where an info event
-/// of target [`REQUEST_LOG`] would be enabled. Set once per process; returns whether this call
-/// set it.
+/// format). Every request's line goes to `write`, unfiltered: set it only where an info event
+/// of target [`REQUEST_LOG`] is enabled, once the subscriber is set (`tracing::enabled!`), so the
+/// filter is not asked again per request. Set once per process; returns whether this call set
+/// it.
 pub fn set_request_writer(write: RequestWriter) -> bool {
     REQUEST_WRITER.set(write).is_ok()
 }
@@ -262,17 +263,15 @@ fn finish(app: &App, seen: &Seen, start: Instant, res: &Response) {
     let issued = res.extensions().get::<Issued>().copied();
     let micros = took.as_micros() as u64;
     if let Some(write) = REQUEST_WRITER.get() {
-        if tracing::enabled!(target: REQUEST_LOG, tracing::Level::INFO) {
-            write(&RequestLine {
-                method: seen.method.as_str(),
-                route,
-                status,
-                micros,
-                request_id: seen.id.as_ref().and_then(|i| i.to_str().ok()),
-                scheme: issued.and_then(|i| Some(app.schemes.get(i.scheme)?.gen.name())),
-                count: issued.map(|i| i.count),
-            });
-        }
+        write(&RequestLine {
+            method: seen.method.as_str(),
+            route,
+            status,
+            micros,
+            request_id: seen.id.as_ref().and_then(|i| i.to_str().ok()),
+            scheme: issued.and_then(|i| Some(app.schemes.get(i.scheme)?.gen.name())),
+            count: issued.map(|i| i.count),
+        });
         return;
     }
     // Text fields as `&str`, which a subscriber takes as it is (`record_str`), without a
