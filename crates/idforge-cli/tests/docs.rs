@@ -164,3 +164,137 @@ fn shapes_tell_a_changed_field_from_a_changed_value() {
     assert_ne!(shape("counter=12 node=1"), shape("counter=12 tag=1"));
     assert_ne!(shape("a  (hint)"), shape("a"));
 }
+
+/// The line of `file` (from the repository root) that contains `needle`, with its number; the
+/// test fails if there is not exactly one.
+fn doc_line(file: &str, needle: &str) -> (usize, String) {
+    let text = std::fs::read_to_string(root().join(file)).unwrap();
+    let hits: Vec<(usize, &str)> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains(needle))
+        .collect();
+    assert_eq!(
+        hits.len(),
+        1,
+        "{file}: expected one line with {needle:?}, found {hits:?}"
+    );
+    (hits[0].0 + 1, hits[0].1.to_string())
+}
+
+/// The decimal number right after `prefix` in `line`.
+fn number_after(line: &str, prefix: &str) -> String {
+    let rest = &line[line
+        .find(prefix)
+        .unwrap_or_else(|| panic!("{prefix:?} not in {line:?}"))
+        + prefix.len()..];
+    rest.chars().take_while(char::is_ascii_digit).collect()
+}
+
+/// `idforge inspect --scheme SCHEME --json ID`, as JSON.
+fn inspect_json(scheme: &str, id: &str) -> serde_json::Value {
+    let o = Command::new(env!("CARGO_BIN_EXE_idforge"))
+        .args(["inspect", "--scheme", scheme, "--json", id])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "inspect {id}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// Sample output the docs show outside console blocks, because producing it needs a server or
+/// etcd: each is checked against what it claims, by decoding it or against the code that prints
+/// it. (Console blocks are run by `every_console_example_prints_what_the_docs_show`.)
+#[test]
+fn samples_outside_console_blocks_say_what_the_code_does() {
+    // docs/SERVICE.md: the id `serve --node 1` answers, then inspected by the same server.
+    let (n, serve) = doc_line("docs/SERVICE.md", "-- serve --node 1 --host 1");
+    assert!(serve.contains("serve --node 1 "), "docs/SERVICE.md:{n}");
+    let (n, line) = doc_line(
+        "docs/SERVICE.md",
+        "curl -s localhost:7470/v1/ids/snowflake ",
+    );
+    let id = number_after(&line, "# {\"ids\":[\"");
+    assert!(
+        line.trim_end()
+            .ends_with(&format!("# {{\"ids\":[\"{id}\"]}}")),
+        "docs/SERVICE.md:{n}: {line}"
+    );
+    let (m, line) = doc_line("docs/SERVICE.md", "localhost:7470/v1/inspect/");
+    assert_eq!(
+        number_after(&line, "/v1/inspect/"),
+        id,
+        "docs/SERVICE.md:{m} inspects another id than line {n} shows"
+    );
+    let d = inspect_json("snowflake", &id);
+    assert_eq!(
+        d["node"], 1,
+        "docs/SERVICE.md:{n}: {id} is not from node 1: {d}"
+    );
+    let ms = d["unix_ms"].as_u64().unwrap();
+    // Made while the docs were written (2024 to 2027), not a made-up number.
+    assert!(
+        (1_704_067_200_000..1_830_297_600_000).contains(&ms),
+        "docs/SERVICE.md:{n}: {d}"
+    );
+
+    // docs/SERVICE.md: the restart check's two ids, the later one above the earlier.
+    let (n, line) = doc_line("docs/SERVICE.md", "its first snowflake id (");
+    let after = number_after(&line, "its first snowflake id (");
+    let (_, line) = doc_line("docs/SERVICE.md", "  restart (");
+    let before = number_after(&line, "  restart (");
+    let (a, b) = (
+        inspect_json("snowflake", &after),
+        inspect_json("snowflake", &before),
+    );
+    assert!(
+        after.parse::<u64>().unwrap() > before.parse::<u64>().unwrap()
+            && a["node"] == b["node"]
+            && a["unix_ms"].as_u64() > b["unix_ms"].as_u64(),
+        "docs/SERVICE.md:{n}: {after} is not a later id of the same node than {before}: {a} {b}"
+    );
+
+    // docs/FLEET.md: the line `gen --etcd` prints when it leases a node, against the format
+    // string that prints it (values may differ, the words may not).
+    let (n, sample) = doc_line("docs/FLEET.md", "# idforge: node ");
+    let sample = sample.trim_start().trim_start_matches("# ");
+    let source = std::fs::read_to_string(root().join("crates/idforge-cli/src/fleet.rs")).unwrap();
+    let start = source.find("\"idforge: node {} leased").unwrap() + 1;
+    let format = &source[start..start + source[start..].find('"').unwrap()];
+    let format = format
+        .replace("{:?}", "\u{0}")
+        .replace("{:.1}", "\u{0}")
+        .replace("{}", "\u{0}");
+    let pieces: Vec<&str> = format.split('\u{0}').collect();
+    let mut rest = sample;
+    for (i, piece) in pieces.iter().enumerate() {
+        assert!(
+            rest.starts_with(piece),
+            "docs/FLEET.md:{n}: {sample:?} does not follow the format {format:?} at {piece:?}"
+        );
+        rest = &rest[piece.len()..];
+        if i + 1 < pieces.len() {
+            // A value: up to the next piece (the last value is shown as `...`).
+            let next = pieces[i + 1];
+            let end = if next.is_empty() {
+                rest.len()
+            } else {
+                rest.find(next)
+                    .unwrap_or_else(|| panic!("docs/FLEET.md:{n}: {next:?} missing"))
+            };
+            assert!(end > 0, "docs/FLEET.md:{n}: an empty value before {next:?}");
+            rest = &rest[end..];
+        }
+    }
+    assert!(
+        rest.is_empty(),
+        "docs/FLEET.md:{n}: {rest:?} after the format"
+    );
+    assert!(
+        sample.contains("namespace \"snowflake\""),
+        "docs/FLEET.md:{n}: the example runs gen snowflake"
+    );
+}
