@@ -258,43 +258,131 @@ fn samples_outside_console_blocks_say_what_the_code_does() {
     );
 
     // docs/FLEET.md: the line `gen --etcd` prints when it leases a node, against the format
-    // string that prints it (values may differ, the words may not).
+    // string that prints it (values may differ, the words may not; the time is shown as `...`).
     let (n, sample) = doc_line("docs/FLEET.md", "# idforge: node ");
     let sample = sample.trim_start().trim_start_matches("# ");
-    let source = std::fs::read_to_string(root().join("crates/idforge-cli/src/fleet.rs")).unwrap();
-    let start = source.find("\"idforge: node {} leased").unwrap() + 1;
-    let format = &source[start..start + source[start..].find('"').unwrap()];
-    let format = format
-        .replace("{:?}", "\u{0}")
-        .replace("{:.1}", "\u{0}")
-        .replace("{}", "\u{0}");
-    let pieces: Vec<&str> = format.split('\u{0}').collect();
-    let mut rest = sample;
-    for (i, piece) in pieces.iter().enumerate() {
-        assert!(
-            rest.starts_with(piece),
-            "docs/FLEET.md:{n}: {sample:?} does not follow the format {format:?} at {piece:?}"
-        );
-        rest = &rest[piece.len()..];
-        if i + 1 < pieces.len() {
-            // A value: up to the next piece (the last value is shown as `...`).
-            let next = pieces[i + 1];
-            let end = if next.is_empty() {
-                rest.len()
-            } else {
-                rest.find(next)
-                    .unwrap_or_else(|| panic!("docs/FLEET.md:{n}: {next:?} missing"))
-            };
-            assert!(end > 0, "docs/FLEET.md:{n}: an empty value before {next:?}");
-            rest = &rest[end..];
-        }
-    }
+    let fleet_rs = literals("crates/idforge-cli/src/fleet.rs");
+    let format = fleet_rs
+        .iter()
+        .find(|l| l.starts_with("idforge: node {} leased"))
+        .expect("the lease line's format string in crates/idforge-cli/src/fleet.rs");
     assert!(
-        rest.is_empty(),
-        "docs/FLEET.md:{n}: {rest:?} after the format"
+        follows(sample, &pieces(format)),
+        "docs/FLEET.md:{n}: {sample:?} does not follow the format {format:?}"
     );
     assert!(
         sample.contains("namespace \"snowflake\""),
         "docs/FLEET.md:{n}: the example runs gen snowflake"
     );
+}
+
+/// The string literals of a source file (from the repository root), one per line at most: the
+/// text between the first `"` of a line and the last, escapes `\"` and `\\` undone.
+fn literals(file: &str) -> Vec<String> {
+    std::fs::read_to_string(root().join(file))
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let (a, b) = (l.find('"')?, l.rfind('"')?);
+            (b > a).then(|| l[a + 1..b].replace("\\\"", "\"").replace("\\\\", "\\"))
+        })
+        .collect()
+}
+
+/// A format string cut at its placeholders (`{}`, `{eps}`, `{:?}`, ...).
+fn pieces(format: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut in_placeholder = false;
+    for c in format.chars() {
+        match (c, in_placeholder) {
+            ('{', false) => in_placeholder = true,
+            ('}', true) => {
+                in_placeholder = false;
+                out.push(String::new());
+            }
+            (_, true) => {}
+            (c, false) => out.last_mut().unwrap().push(c),
+        }
+    }
+    out
+}
+
+/// Whether `text` is the pieces with a non-empty value between each two (a value may be shown
+/// as `...`).
+fn follows(text: &str, pieces: &[String]) -> bool {
+    let Some(rest) = text.strip_prefix(pieces[0].as_str()) else {
+        return false;
+    };
+    if pieces.len() == 1 {
+        return rest.is_empty();
+    }
+    // Every way of ending the value before the next piece.
+    (1..=rest.len())
+        .filter(|&end| rest.is_char_boundary(end))
+        .any(|end| follows(&rest[end..], &pieces[1..]))
+}
+
+#[test]
+fn follows_takes_values_but_not_other_words() {
+    let p = pieces("node {} of {:?} in {:.1} ms");
+    assert_eq!(p, ["node ", " of ", " in ", " ms"]);
+    assert!(follows("node 3 of \"a b\" in 4.2 ms", &p));
+    assert!(!follows("node 3 of \"a\" in 4.2 ms!", &p));
+    assert!(!follows("node 3 off \"a\" in 4.2 ms", &p));
+    // A value may not be empty.
+    assert!(!follows("node of \"a\" in 4.2 ms", &p));
+}
+
+/// docs/FLEET.md's sample messages for failed connections to etcd: each is one of the messages
+/// of crates/idforge-fleet/src/etcd.rs, word for word (values free), followed by the settings
+/// to check of crates/idforge-fleet/src/access.rs, as `gen` and `serve` print them.
+#[test]
+fn the_etcd_error_samples_are_the_messages_the_code_prints() {
+    let etcd = literals("crates/idforge-fleet/src/etcd.rs");
+    let mut formats: Vec<String> = Vec::new();
+    for f in etcd.iter().filter(|l| l.contains("etcd at {eps}")) {
+        if f.contains("{what}") {
+            // `what` is one of the literals without placeholders.
+            formats.extend(
+                etcd.iter()
+                    .filter(|w| !w.contains('{') && w.len() > 20)
+                    .map(|w| f.replace("{what}", w)),
+            );
+        } else {
+            formats.push(f.clone());
+        }
+    }
+    let access = literals("crates/idforge-fleet/src/access.rs");
+    let settings: Vec<&String> = access
+        .iter()
+        .filter(|l| l.starts_with("--etcd") || l.starts_with("the user's role"))
+        .collect();
+    assert!(
+        formats.len() >= 8 && settings.len() >= 4,
+        "{formats:?} {settings:?}"
+    );
+    let text = std::fs::read_to_string(root().join("docs/FLEET.md")).unwrap();
+    let mut checked = 0;
+    for (i, line) in text.lines().enumerate() {
+        let Some(message) = line.strip_prefix("idforge: error: ") else {
+            continue;
+        };
+        let hint = settings
+            .iter()
+            .find(|s| message.ends_with(&format!(" ({s})")))
+            .unwrap_or_else(|| {
+                panic!(
+                    "docs/FLEET.md:{}: no settings hint the code gives ends {line:?}",
+                    i + 1
+                )
+            });
+        let message = &message[..message.len() - hint.len() - 3];
+        assert!(
+            formats.iter().any(|f| follows(message, &pieces(f))),
+            "docs/FLEET.md:{}: {message:?} is none of the messages of crates/idforge-fleet/src/etcd.rs",
+            i + 1
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 4, "docs/FLEET.md shows four etcd errors");
 }
