@@ -386,3 +386,129 @@ fn the_etcd_error_samples_are_the_messages_the_code_prints() {
     }
     assert_eq!(checked, 4, "docs/FLEET.md shows four etcd errors");
 }
+
+/// `idforge ARGS`: (success, standard output, standard error).
+fn idforge(args: &[&str]) -> (bool, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_idforge"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// 3488672514 as "3,488,672,514", as the docs write numbers in prose.
+fn with_commas(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Ids and messages the docs quote in their prose and tables, decoded or produced again.
+#[test]
+fn prose_samples_decode_to_what_they_say() {
+    // docs/LOCALITY.md: the article's example and the fields the paragraph gives for it.
+    let text = std::fs::read_to_string(root().join("docs/LOCALITY.md")).unwrap();
+    let start = text.find("The article's example, `").unwrap();
+    let para = text[start..start + text[start..].find("\n\n").unwrap()].replace('\n', " ");
+    let id = para.split('`').nth(1).unwrap();
+    let d = inspect_json("locality", id);
+    for expected in [
+        format!("is counter {}", with_commas(d["counter"].as_u64().unwrap())),
+        format!(
+            "(`{:#x}`, written nibble-reversed)",
+            d["counter"].as_u64().unwrap()
+        ),
+        format!("pid {}", with_commas(d["pid"].as_u64().unwrap())),
+        format!("MAC fragment `{}`", d["mac"].as_str().unwrap()),
+        format!(
+            "time {} ms ({})",
+            with_commas(d["unix_ms"].as_u64().unwrap()),
+            d["time"].as_str().unwrap()
+        ),
+    ] {
+        assert!(
+            para.contains(&expected),
+            "docs/LOCALITY.md: {para:?} lacks {expected:?} ({d})"
+        );
+    }
+
+    // docs/GUARANTEES.md: the churn run's duplicate, a Snowflake id of the day it says.
+    let (n, line) = doc_line(
+        "docs/GUARANTEES.md",
+        "the churn run fails with `duplicate id ",
+    );
+    let (_, dated) = doc_line("docs/GUARANTEES.md", "Broken on purpose (");
+    let day = &dated[dated.find("Broken on purpose (").unwrap() + 19..][..10];
+    let dup = number_after(&line, "`duplicate id ");
+    let d = inspect_json("snowflake", &dup);
+    assert!(
+        d["time"].as_str().unwrap().starts_with(day),
+        "docs/GUARANTEES.md:{n}: {dup} was not made on {day}: {d}"
+    );
+
+    // docs/GUARANTEES.md: the message for hex text made of digits, as inspect prints it.
+    let (n, line) = doc_line("docs/GUARANTEES.md", "is ambiguous: it reads as decimal");
+    let (ok, _, err) = idforge(&["inspect", "--scheme", "snowflake", "1999999999800000"]);
+    let message = err
+        .trim_end()
+        .strip_prefix("idforge: 1999999999800000: ")
+        .unwrap_or(&err);
+    assert!(
+        !ok && line.contains(&format!("| {message} |")),
+        "docs/GUARANTEES.md:{n}: inspect says {err:?}"
+    );
+
+    // docs/POSTGRES.md: the UUIDv7 `uuid7()` returns (version 7, a time while the docs were
+    // written; its random bits cannot be checked).
+    let (n, line) = doc_line("docs/POSTGRES.md", "SELECT idforge.uuid7();");
+    let id = line.split("-- ").nth(1).unwrap().trim();
+    let d = inspect_json("uuid7", id);
+    let ms = d["unix_ms"].as_u64().unwrap();
+    assert!(
+        d["version"] == 7 && (1_704_067_200_000..1_830_297_600_000).contains(&ms),
+        "docs/POSTGRES.md:{n}: {d}"
+    );
+
+    // docs/SERVICE.md: the line `serve --etcd` logs when it leases a node, against the format
+    // in crates/idforge-serve/src/server.rs, in the namespace its --namespace-prefix gives.
+    let (n, line) = doc_line("docs/SERVICE.md", "# idforge serve: snowflake: node ");
+    let (_, command) = doc_line("docs/SERVICE.md", "--etcd-key client.key --namespace-prefix ");
+    let prefix = command
+        .split("--namespace-prefix ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap();
+    let sample = line.trim_start().trim_start_matches("# idforge serve: ");
+    let server = literals("crates/idforge-serve/src/server.rs");
+    let format = server
+        .iter()
+        .find(|l| l.starts_with("{scheme}: node {node} leased from etcd namespace"))
+        .expect("the lease log line's format in crates/idforge-serve/src/server.rs");
+    assert!(
+        follows(sample, &pieces(format))
+            && sample.contains(&format!("namespace \"{prefix}snowflake\"")),
+        "docs/SERVICE.md:{n}: {sample:?} is not {format:?} in namespace {prefix}snowflake"
+    );
+
+    // README.md: an integer id in JSON with `serde`, as a string.
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let start = readme.find("(JSON: `{\"id\":").unwrap() + 8;
+    let shown: String = readme[start..start + readme[start..].find('`').unwrap()]
+        .split_whitespace()
+        .collect();
+    let value: u64 = number_after(&shown, "{\"id\":\"").parse().unwrap();
+    let row = serde_json::json!({ "id": idforge::Id64::from(value) });
+    assert_eq!(serde_json::to_string(&row).unwrap(), shown, "README.md");
+}
