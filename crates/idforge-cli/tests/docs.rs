@@ -482,7 +482,10 @@ fn prose_samples_decode_to_what_they_say() {
     // docs/SERVICE.md: the line `serve --etcd` logs when it leases a node, against the format
     // in crates/idforge-serve/src/server.rs, in the namespace its --namespace-prefix gives.
     let (n, line) = doc_line("docs/SERVICE.md", "# idforge serve: snowflake: node ");
-    let (_, command) = doc_line("docs/SERVICE.md", "--etcd-key client.key --namespace-prefix ");
+    let (_, command) = doc_line(
+        "docs/SERVICE.md",
+        "--etcd-key client.key --namespace-prefix ",
+    );
     let prefix = command
         .split("--namespace-prefix ")
         .nth(1)
