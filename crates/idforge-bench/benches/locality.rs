@@ -4,7 +4,11 @@
 //!   `fetch_add`, one clock read);
 //! * `locality/next_sequential`: the same in sequential mode;
 //! * `locality/threads2`: two threads on one shared generator, time per id of the total
-//!   throughput (the `fetch_add` contends on one cache line);
+//!   throughput (each thread takes 64 positions per `fetch_add` of the shared word);
+//! * `locality/word_per_id`, `locality/word_per_id_threads2`: the baseline the generator had
+//!   before its blocks, in the same run: a relaxed load and a `fetch_add` of one shared word per
+//!   id, the same clock read and the same id assembly (two threads then trade the word's cache
+//!   line on every id);
 //! * `locality/uuid_now_v7_fast_rng`, `locality/uuid_now_v7_fast_rng_threads2`: the `uuid` crate's
 //!   UUIDv7, the same two ways, with `uuid`'s `fast-rng` feature (random bits from `rand`'s
 //!   thread-local generator);
@@ -17,8 +21,31 @@
 mod common;
 use common::{sink, two_threads, uuid_v7_getrandom};
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use idforge::schemes::locality::LocalityGenerator;
+use idforge::schemes::locality::{reverse_nibbles, LocalityGenerator, PRIME};
+use idforge::{Clock, SystemClock};
+
+/// A shared word on a cache line of its own.
+#[repr(align(128))]
+struct Word(AtomicU64);
+
+/// An id as the generator made it with one shared word per id: read the mode to choose the step,
+/// `fetch_add` it, read the clock, assemble (pid and MAC fragment 1, as the benches' generator).
+#[inline(always)]
+fn word_per_id(word: &AtomicU64, clock: &SystemClock) -> u128 {
+    let seen = word.load(Ordering::Relaxed);
+    let step = if seen & 1 == 0 { PRIME } else { 1 };
+    let before = word.fetch_add(u64::from(step) << 32, Ordering::Relaxed);
+    let counter = ((before >> 32) as u32).wrapping_add(step);
+    let unix_ms = clock.now_ns() / 1_000_000;
+    (u128::from(reverse_nibbles(counter)) << 96)
+        | (1 << 80)
+        | (0xb << 76)
+        | (1 << 48)
+        | u128::from(unix_ms & ((1 << 48) - 1))
+}
 
 fn locality(c: &mut Criterion) {
     let mut g = c.benchmark_group("locality");
@@ -45,6 +72,19 @@ fn locality(c: &mut Criterion) {
         b.iter_custom(|iters| {
             two_threads(iters, &|| {
                 sink(variable.next().as_u128());
+            })
+        })
+    });
+
+    let word = Word(AtomicU64::new(0));
+    let clock = SystemClock::fast();
+    g.bench_function("word_per_id", |b| {
+        b.iter(|| sink(word_per_id(&word.0, &clock)))
+    });
+    g.bench_function("word_per_id_threads2", |b| {
+        b.iter_custom(|iters| {
+            two_threads(iters, &|| {
+                sink(word_per_id(&word.0, &clock));
             })
         })
     });

@@ -370,17 +370,21 @@ impl UuidText {
             UuidForm::Urn => ("urn:uuid:", ""),
             UuidForm::Braced => ("{", "}"),
         };
-        let text = if self.1 == UuidForm::Simple {
-            text::encode(v, 128, Format::Hex)
+        // One buffer, written once and handed to the formatter in one piece: no allocation (the
+        // uppercase forms made a `String`) and no UTF-8 validation.
+        let mut buf = crate::shm::AsciiBuf::<45>::zeroed();
+        buf.put_slice(0, pre.as_bytes());
+        let mut len = pre.len();
+        if self.1 == UuidForm::Simple {
+            buf.put_slice(len, &text::hex32(v, upper));
+            len += 32;
         } else {
-            text::encode(v, 128, Format::Uuid)
-        };
-        let body = text.as_str();
-        if upper {
-            write!(f, "{pre}{}{post}", body.to_ascii_uppercase())
-        } else {
-            write!(f, "{pre}{body}{post}")
+            buf.put_slice(len, &text::uuid_ascii(v, upper));
+            len += 36;
         }
+        buf.put_slice(len, post.as_bytes());
+        len += post.len();
+        f.write_str(buf.as_str(len))
     }
 }
 

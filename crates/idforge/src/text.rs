@@ -9,6 +9,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::error::{clip, malformed, Error};
+use crate::shm::AsciiBuf;
 
 /// A text format for ids.
 ///
@@ -107,18 +108,6 @@ impl FromStr for Format {
     }
 }
 
-const HEX: &[u8; 16] = b"0123456789abcdef";
-
-/// The two lowercase hex digits of every byte: text is written a byte at a time.
-const HEX_PAIRS: [[u8; 2]; 256] = {
-    let mut t = [[0u8; 2]; 256];
-    let mut i = 0;
-    while i < 256 {
-        t[i] = [HEX[i >> 4], HEX[i & 0xF]];
-        i += 1;
-    }
-    t
-};
 const CROCKFORD: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 const CROCKFORD_LOWER: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
 const BASE32HEX_LOWER: &[u8; 32] = b"0123456789abcdefghijklmnopqrstuv";
@@ -132,7 +121,7 @@ const BASE32HEX_LOWER: &[u8; 32] = b"0123456789abcdefghijklmnopqrstuv";
 /// ```
 #[derive(Clone, Copy)]
 pub struct Text {
-    buf: [u8; 40],
+    buf: AsciiBuf<40>,
     len: u8,
 }
 
@@ -143,9 +132,10 @@ impl Text {
     /// use idforge::text::{encode, Format};
     /// assert_eq!(encode(42, 64, Format::Dec).as_str(), "42");
     /// ```
+    #[inline]
     pub fn as_str(&self) -> &str {
-        // Only ASCII is ever written into the buffer.
-        std::str::from_utf8(&self.buf[..self.len as usize]).unwrap_or("")
+        // ASCII by construction: no UTF-8 validation (it cost more than encoding a UUID).
+        self.buf.as_str(self.len as usize)
     }
     /// The text's bytes.
     ///
@@ -154,7 +144,7 @@ impl Text {
     /// assert_eq!(encode(42, 64, Format::Dec).as_bytes(), b"42");
     /// ```
     pub fn as_bytes(&self) -> &[u8] {
-        &self.buf[..self.len as usize]
+        self.buf.as_bytes(self.len as usize)
     }
 }
 
@@ -230,7 +220,7 @@ pub fn encode(value: u128, bits: u32, format: Format) -> Text {
         value
     };
     let mut t = Text {
-        buf: [0; 40],
+        buf: AsciiBuf::zeroed(),
         len: 0,
     };
     match format {
@@ -241,23 +231,14 @@ pub fn encode(value: u128, bits: u32, format: Format) -> Text {
             } else {
                 b.format(value)
             };
-            t.buf[..s.len()].copy_from_slice(s.as_bytes());
+            t.buf.put_slice(0, s.as_bytes());
             t.len = s.len() as u8;
         }
-        Format::Hex if bits % 8 == 0 => {
-            // Whole bytes (64- and 128-bit ids): two digits at a time.
-            let bytes = value.to_be_bytes();
-            let skip = 16 - (bits / 8) as usize;
-            for (i, &b) in bytes[skip..].iter().enumerate() {
-                t.buf[2 * i..2 * i + 2].copy_from_slice(&HEX_PAIRS[b as usize]);
-            }
-            t.len = (bits / 4) as u8;
-        }
         Format::Hex => {
+            // All 32 digits of the (masked) value, then the last `hex_width` of them.
             let n = hex_width(bits);
-            for i in 0..n {
-                t.buf[i] = HEX[((value >> (4 * (n - 1 - i))) & 0xF) as usize];
-            }
+            let digits = hex32(value, false);
+            t.buf.put_slice(0, &digits[32 - n..]);
             t.len = n as u8;
         }
         Format::Base32 | Format::Ulid | Format::TypeId => {
@@ -268,7 +249,8 @@ pub fn encode(value: u128, bits: u32, format: Format) -> Text {
             };
             let n = base32_width(bits);
             for i in 0..n {
-                t.buf[i] = alphabet[((value >> (5 * (n - 1 - i))) & 0x1F) as usize];
+                t.buf
+                    .set(i, alphabet[((value >> (5 * (n - 1 - i))) & 0x1F) as usize]);
             }
             t.len = n as u8;
         }
@@ -277,24 +259,82 @@ pub fn encode(value: u128, bits: u32, format: Format) -> Text {
             let n = base32_width(bits);
             let padded = value << (5 * n as u32 - bits);
             for i in 0..n {
-                t.buf[i] = BASE32HEX_LOWER[((padded >> (5 * (n - 1 - i))) & 0x1F) as usize];
+                t.buf.set(
+                    i,
+                    BASE32HEX_LOWER[((padded >> (5 * (n - 1 - i))) & 0x1F) as usize],
+                );
             }
             t.len = n as u8;
         }
         Format::Uuid => {
-            // Byte i of the UUID goes to text position 2i, plus one for each hyphen before it.
-            const AT: [usize; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
-            let bytes = value.to_be_bytes();
-            for (&b, &at) in bytes.iter().zip(AT.iter()) {
-                t.buf[at..at + 2].copy_from_slice(&HEX_PAIRS[b as usize]);
-            }
-            for at in [8, 13, 18, 23] {
-                t.buf[at] = b'-';
-            }
+            // Whole words straight into the buffer: digits 0-7, 8-11, 12-15, 16-19, 20-31.
+            let (hi, lo) = (
+                hex16((value >> 64) as u64, false),
+                hex16(value as u64, false),
+            );
+            t.buf.put_u64_be(0, (hi >> 64) as u64);
+            t.buf.set(8, b'-');
+            t.buf.put_u32_be(9, (hi >> 32) as u32);
+            t.buf.set(13, b'-');
+            t.buf.put_u32_be(14, hi as u32);
+            t.buf.set(18, b'-');
+            t.buf.put_u32_be(19, (lo >> 96) as u32);
+            t.buf.set(23, b'-');
+            t.buf.put_u32_be(24, (lo >> 64) as u32);
+            t.buf.put_u64_be(28, lo as u64);
             t.len = 36;
         }
     }
     t
+}
+
+/// The 16 hex digits of `x`, most significant first, as the bytes of a big-endian `u128`: each
+/// nibble is spread into a byte of its own (four shift-and-mask rounds), then turned into its
+/// digit with no table and no branch (`'0' + n`, plus the distance to `'a'` or `'A'` where
+/// `n >= 10`, found per byte as the carry of `n + 6` into bit 4).
+#[inline]
+const fn hex16(x: u64, upper: bool) -> u128 {
+    const ONES: u128 = 0x0101_0101_0101_0101_0101_0101_0101_0101;
+    let mut v = x as u128;
+    v = (v | (v << 32)) & 0x0000_0000_FFFF_FFFF_0000_0000_FFFF_FFFF;
+    v = (v | (v << 16)) & 0x0000_FFFF_0000_FFFF_0000_FFFF_0000_FFFF;
+    v = (v | (v << 8)) & 0x00FF_00FF_00FF_00FF_00FF_00FF_00FF_00FF;
+    v = (v | (v << 4)) & 0x0F0F_0F0F_0F0F_0F0F_0F0F_0F0F_0F0F_0F0F;
+    let letters = ((v + ONES * 6) >> 4) & ONES;
+    let to_letter = if upper {
+        b'A' - b'0' - 10
+    } else {
+        b'a' - b'0' - 10
+    };
+    v + ONES * b'0' as u128 + letters * to_letter as u128
+}
+
+/// The 32 hex digits of a 128-bit value, most significant first.
+#[inline]
+pub(crate) const fn hex32(value: u128, upper: bool) -> [u8; 32] {
+    let hi = hex16((value >> 64) as u64, upper).to_be_bytes();
+    let lo = hex16(value as u64, upper).to_be_bytes();
+    let mut out = [0u8; 32];
+    let mut i = 0;
+    while i < 16 {
+        out[i] = hi[i];
+        out[16 + i] = lo[i];
+        i += 1;
+    }
+    out
+}
+
+/// The canonical 36-character text of a UUID (8-4-4-4-12 hex digits), lowercase or uppercase.
+#[inline]
+pub(crate) fn uuid_ascii(value: u128, upper: bool) -> [u8; 36] {
+    let d = hex32(value, upper);
+    let mut out = [b'-'; 36];
+    out[..8].copy_from_slice(&d[..8]);
+    out[9..13].copy_from_slice(&d[8..12]);
+    out[14..18].copy_from_slice(&d[12..16]);
+    out[19..23].copy_from_slice(&d[16..20]);
+    out[24..].copy_from_slice(&d[20..]);
+    out
 }
 
 /// Whether `format` can represent ids of `scheme`, `bits` wide.
@@ -1281,6 +1321,27 @@ mod tests {
             }
             let t = encode(v, 128, Format::Uuid);
             prop_assert_eq!(parse(&t.as_str().to_uppercase(), 128, None).unwrap(), v);
+        }
+
+        #[test]
+        fn hex_and_uuid_text_are_the_standard_formatters(v in any::<u128>(), bits in 1u32..=128) {
+            // std's `{:x}` is the reference for the digits; the UUID form puts hyphens after
+            // digits 8, 12, 16 and 20.
+            let masked = if bits == 128 { v } else { v & ((1u128 << bits) - 1) };
+            let w = hex_width(bits);
+            let t = encode(v, bits, Format::Hex);
+            prop_assert_eq!(t.as_str(), format!("{masked:0w$x}"));
+            let hex = format!("{v:032x}");
+            let uuid = format!(
+                "{}-{}-{}-{}-{}",
+                &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..]
+            );
+            let t = encode(v, 128, Format::Uuid);
+            prop_assert_eq!(t.as_str(), uuid.as_str());
+            prop_assert_eq!(t.as_bytes(), uuid.as_bytes());
+            let (upper_uuid, upper_hex) = (uuid.to_uppercase(), hex.to_uppercase());
+            prop_assert_eq!(&uuid_ascii(v, true)[..], upper_uuid.as_bytes());
+            prop_assert_eq!(&hex32(v, true)[..], upper_hex.as_bytes());
         }
 
         #[test]

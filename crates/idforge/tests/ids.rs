@@ -487,6 +487,21 @@ mod uuid_conversions {
             prop_assert_eq!(u.to_string(), id.to_string());
             prop_assert_eq!(UuidId::from(u), id);
         }
+
+        #[test]
+        fn every_uuid_text_form_is_the_uuid_crates(v in any::<u128>()) {
+            // The reference implementation's four forms, lowercase and uppercase.
+            let id = UuidId::from(v);
+            let u = uuid::Uuid::from_u128(v);
+            prop_assert_eq!(id.hyphenated().to_string(), u.hyphenated().to_string());
+            prop_assert_eq!(format!("{:X}", id.hyphenated()), format!("{:X}", u.hyphenated()));
+            prop_assert_eq!(id.simple().to_string(), u.simple().to_string());
+            prop_assert_eq!(format!("{:X}", id.simple()), format!("{:X}", u.simple()));
+            prop_assert_eq!(id.urn().to_string(), u.urn().to_string());
+            prop_assert_eq!(format!("{:X}", id.urn()), format!("{:X}", u.urn()));
+            prop_assert_eq!(id.braced().to_string(), u.braced().to_string());
+            prop_assert_eq!(format!("{:X}", id.braced()), format!("{:X}", u.braced()));
+        }
     }
 
     #[test]

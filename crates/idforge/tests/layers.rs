@@ -12,11 +12,12 @@ const ORDER: [&str; 13] = [
     "family",
     "error",
     "time",
-    "text",
     "clock",
     "sequencer",
     "layout",
     "shm",
+    // Above shm: its text buffer is shm's ASCII type (the crate's unsafe code stays in shm/sys.rs).
+    "text",
     "ticker",
     "ids",
     "generator",

@@ -98,6 +98,166 @@ fn eight_threads_make_two_million_distinct_ids() {
     }
 }
 
+/// The inverse of PRIME modulo 2^32 (Newton's iteration, as in `counter_period_is_two_to_the_32`).
+fn prime_inverse() -> u32 {
+    let mut inv: u32 = PRIME;
+    for _ in 0..5 {
+        inv = inv.wrapping_mul(2u32.wrapping_sub(PRIME.wrapping_mul(inv)));
+    }
+    assert_eq!(PRIME.wrapping_mul(inv), 1);
+    inv
+}
+
+/// Ids from `threads` threads sharing `g`, `per_thread` each (not a multiple of the 64-id
+/// block), while one more thread switches the mode `switches` times; asserts that no id repeats
+/// within a mode.
+///
+/// A variable-mode id and a sequential-mode id can be equal by the format's nature (the module
+/// docs: about one chance in 2^32 per pair, so about one such pair among 90,000 ids of one
+/// millisecond split between modes). Such a repeat is allowed only when it is provably that: read
+/// as a variable-mode id it is at most `SPAN` steps of PRIME past the start counter `var_start`,
+/// and read as a sequential-mode id at most `SPAN` past the seed `seq_seed`. A repeat within one
+/// mode passes that test with probability `SPAN / 2^32` (1 in 2,000).
+fn distinct_across_threads(
+    g: LocalityGenerator<ManualClock>,
+    threads: usize,
+    per_thread: usize,
+    switches: usize,
+    var_start: u32,
+    seq_seed: u32,
+) {
+    const SPAN: u32 = 1 << 21;
+    let g = Arc::new(g);
+    let switcher = {
+        let g = Arc::clone(&g);
+        std::thread::spawn(move || {
+            for i in 0..switches {
+                if i % 2 == 0 {
+                    g.use_sequential();
+                } else {
+                    g.use_variable();
+                }
+                std::thread::yield_now();
+            }
+        })
+    };
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let g = Arc::clone(&g);
+            std::thread::spawn(move || {
+                (0..per_thread)
+                    .map(|_| g.next().as_u128())
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let inverse = prime_inverse();
+    let mut all = HashSet::with_capacity(threads * per_thread);
+    let mut cross_mode = 0;
+    for h in handles {
+        for id in h.join().unwrap() {
+            if !all.insert(id) {
+                let id = LocalityUuid::from_u128(id);
+                let k = id
+                    .counter_reversed()
+                    .unwrap()
+                    .wrapping_sub(var_start)
+                    .wrapping_mul(inverse);
+                let s = id.counter_sequential().unwrap().wrapping_sub(seq_seed);
+                assert!(
+                    switches > 0 && (1..=SPAN).contains(&k) && (1..=SPAN).contains(&s),
+                    "duplicate {id} within one mode"
+                );
+                cross_mode += 1;
+            }
+        }
+    }
+    switcher.join().unwrap();
+    assert!(
+        cross_mode <= 8,
+        "{cross_mode} variable/sequential coincidences"
+    );
+    assert_eq!(all.len() + cross_mode, threads * per_thread);
+}
+
+#[test]
+fn threads_in_one_frozen_millisecond_never_share_an_id() {
+    // Every id in the same millisecond with the same pid and MAC: only the counter keeps them
+    // apart, so blocks of positions reserved by different threads must never overlap.
+    let g = generator(ManualClock::new(ARTICLE_SEQ_MS * MS), false);
+    distinct_across_threads(g, 4, 100_003, 0, 0, 0);
+    let g = generator(ManualClock::new(ARTICLE_SEQ_MS * MS), true);
+    distinct_across_threads(g, 4, 100_003, 0, 0, 0);
+}
+
+#[test]
+fn threads_racing_mode_switches_in_one_frozen_millisecond_never_share_an_id() {
+    // Switches drop every thread's block and give the switching thread's unused positions back;
+    // neither may let a position be issued twice.
+    let g = LocalityGenerator::builder()
+        .clock(ManualClock::new(ARTICLE_SEQ_MS * MS))
+        .pid(0x7a7f)
+        .mac_fragment(0xd53_7a50)
+        .counter(0x1234_5678)
+        .build()
+        .unwrap();
+    distinct_across_threads(g, 3, 30_001, 2_000, 0x1234_5678, 0xf516_6775);
+}
+
+#[test]
+fn threads_across_milliseconds_never_share_an_id() {
+    // A block goes on into a new millisecond only while it is the last one reserved: with the
+    // clock moving under four threads (one id in 97 advances it), ids still never repeat.
+    let clock = ManualClock::new(ARTICLE_SEQ_MS * MS);
+    let g = Arc::new(generator(clock.clone(), false));
+    let handles: Vec<_> = (0..4)
+        .map(|t| {
+            let (g, clock) = (Arc::clone(&g), clock.clone());
+            std::thread::spawn(move || {
+                (0..60_000)
+                    .map(|i| {
+                        if (i + t) % 97 == 0 {
+                            clock.advance(MS);
+                        }
+                        g.next().as_u128()
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut all = HashSet::new();
+    for h in handles {
+        for id in h.join().unwrap() {
+            assert!(all.insert(id), "duplicate {}", LocalityUuid::from_u128(id));
+        }
+    }
+    assert_eq!(all.len(), 240_000);
+}
+
+#[test]
+fn one_thread_steps_one_id_at_a_time_across_milliseconds_and_switches() {
+    // Blocks are invisible to a thread alone: every id is the one before plus PRIME (variable) or
+    // plus 1 (sequential), across new milliseconds and across a round trip of switches.
+    let clock = ManualClock::new(ARTICLE_SEQ_MS * MS);
+    let g = generator(clock.clone(), false);
+    let mut last = g.next().counter_reversed().unwrap();
+    for i in 1..1_000u32 {
+        if i % 10 == 0 {
+            clock.advance(MS);
+        }
+        if i % 150 == 0 {
+            g.use_sequential();
+            let a = g.next().counter_sequential().unwrap();
+            assert_eq!(g.next().counter_sequential().unwrap(), a.wrapping_add(1));
+            g.use_variable();
+        }
+        let c = g.next().counter_reversed().unwrap();
+        assert_eq!(c, last.wrapping_add(PRIME), "id {i}");
+        assert_eq!(g.counter(), c);
+        last = c;
+    }
+}
+
 #[test]
 fn distinct_even_on_a_frozen_clock() {
     // One millisecond, 300,000 ids: the counter alone keeps them apart.

@@ -121,6 +121,9 @@ pub use words::{ProcessStamp, SharedWords};
 /// `pthread_atfork` child handler once, `fork_generation` counts the forks that led here.
 pub use sys::{fork_generation, watch_forks};
 
+/// ASCII bytes read as `&str` without validation (id text; see `text::Text`).
+pub(crate) use sys::AsciiBuf;
+
 /// The size of a state file and of a shared page of words.
 const PAGE: usize = 4096;
 

@@ -1,6 +1,7 @@
-//! The system calls behind the stamp cells, each behind a safe function or type: idforge's only
-//! `unsafe` code. Every `unsafe` block states, in its `// SAFETY:` comment, the invariant that
-//! makes it sound; the rest of `shm` (and of the crate) is safe code under `#![deny(unsafe_code)]`.
+//! The system calls behind the stamp cells, each behind a safe function or type, and the ASCII
+//! buffer id text is written into ([`AsciiBuf`]): idforge's only `unsafe` code. Every `unsafe`
+//! block states, in its `// SAFETY:` comment, the invariant that makes it sound; the rest of `shm`
+//! (and of the crate) is safe code under `#![deny(unsafe_code)]`.
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -388,3 +389,66 @@ mod guard {
 
 #[cfg(feature = "host-wide")]
 pub(super) use guard::SLOTS as GUARD_SLOTS;
+
+/// Bytes that are ASCII by construction, so they are read as `&str` without UTF-8 validation:
+/// every write clears the top bit of every byte it stores (an AND in a register, free next to
+/// the store). `str::from_utf8` of the 36 bytes of a UUID cost more than writing them.
+#[derive(Clone, Copy)]
+pub struct AsciiBuf<const N: usize>([u8; N]);
+
+impl<const N: usize> AsciiBuf<N> {
+    /// All zero bytes (ASCII NUL).
+    #[inline]
+    pub const fn zeroed() -> Self {
+        AsciiBuf([0; N])
+    }
+
+    /// Stores `b` (its top bit cleared) at `i`.
+    ///
+    /// # Panics
+    /// If `i >= N`, as indexing does.
+    #[inline]
+    pub fn set(&mut self, i: usize, b: u8) {
+        self.0[i] = b & 0x7F;
+    }
+
+    /// Stores `bytes` (each with its top bit cleared) from `at`.
+    ///
+    /// # Panics
+    /// If they do not fit, as slicing does.
+    #[inline]
+    pub fn put_slice(&mut self, at: usize, bytes: &[u8]) {
+        for (d, &b) in self.0[at..at + bytes.len()].iter_mut().zip(bytes) {
+            *d = b & 0x7F;
+        }
+    }
+
+    /// Stores the 4 bytes of `x`, most significant first, from `at` (top bits cleared).
+    #[inline]
+    pub fn put_u32_be(&mut self, at: usize, x: u32) {
+        self.0[at..at + 4].copy_from_slice(&(x & 0x7F7F_7F7F).to_be_bytes());
+    }
+
+    /// Stores the 8 bytes of `x`, most significant first, from `at` (top bits cleared).
+    #[inline]
+    pub fn put_u64_be(&mut self, at: usize, x: u64) {
+        self.0[at..at + 8].copy_from_slice(&(x & 0x7F7F_7F7F_7F7F_7F7F).to_be_bytes());
+    }
+
+    /// The first `len` bytes (all of them if `len` is larger) as text.
+    #[inline]
+    pub fn as_str(&self, len: usize) -> &str {
+        let bytes = &self.0[..len.min(N)];
+        // SAFETY: every byte is below 0x80: `zeroed` starts from zeros and every method that
+        // writes (`set`, `put_slice`, `put_u32_be`, `put_u64_be`) clears the top bit of each byte
+        // it stores; nothing else can reach the array. A sequence of bytes below 0x80 is valid
+        // UTF-8.
+        unsafe { std::str::from_utf8_unchecked(bytes) }
+    }
+
+    /// The first `len` bytes (all of them if `len` is larger).
+    #[inline]
+    pub fn as_bytes(&self, len: usize) -> &[u8] {
+        &self.0[..len.min(N)]
+    }
+}
