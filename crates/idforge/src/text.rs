@@ -976,6 +976,9 @@ impl fmt::Debug for TypeIdText {
 /// assert!(parse_typeid("prefix_8zzzzzzzzzzzzzzzzzzzzzzzzz", "").is_err());
 /// ```
 pub fn parse_typeid<'a>(t: &'a str, orig: &str) -> Result<(&'a str, u128), Error> {
+    if let Some(read) = typeid_fast(t) {
+        return Ok(read);
+    }
     let (prefix, suffix) = match t.rfind('_') {
         None => ("", t),
         Some(0) => {
@@ -1013,6 +1016,33 @@ pub fn parse_typeid<'a>(t: &'a str, orig: &str) -> Result<(&'a str, u128), Error
         v = (v << 5) | u128::from(d);
     }
     Ok((prefix, v))
+}
+
+static TYPEID_DIGITS: [u8; 256] = digit_table(CROCKFORD_LOWER, false, &[]);
+
+/// Valid TypeID text read with byte tables, or `None` (then the character-by-character
+/// reading of [`parse_typeid`] says what is wrong, or reads what this does not try).
+fn typeid_fast(t: &str) -> Option<(&str, u128)> {
+    let b = t.as_bytes();
+    let n = b.len();
+    if n < 26 {
+        return None;
+    }
+    let (prefix, suffix) = match n {
+        26 => (&b[..0], b),
+        _ if n >= 28 && b[n - 27] == b'_' => (&b[..n - 27], &b[n - 26..]),
+        _ => return None,
+    };
+    let good_prefix = prefix.len() <= TYPEID_PREFIX_MAX
+        && prefix.iter().all(|&c| c.is_ascii_lowercase() || c == b'_')
+        && prefix.first().is_none_or(u8::is_ascii_lowercase)
+        && prefix.last().is_none_or(u8::is_ascii_lowercase);
+    if !good_prefix || suffix[0] > b'7' {
+        return None;
+    }
+    let v = fold_digits(suffix, &TYPEID_DIGITS)?;
+    // The prefix is ASCII, so byte n - 27 starts a character.
+    Some((&t[..prefix.len()], v))
 }
 
 /// Each byte's hex digit value, or 0xFF for a byte that is not a hex digit.

@@ -52,8 +52,6 @@ pub struct Inspector {
     /// The layout of a layout scheme named (not TypeID): decoded without a [`Decoded`].
     fast: Option<Fast>,
     rewrite: Box<dyn Fn(&str) -> String + Send + Sync>,
-    /// The rewritten hint of a version 7 UUID read without a scheme, made once.
-    v7_hint: Option<String>,
     /// Hints withheld from text lines, each once, with how many lines had it.
     withheld: Vec<(String, u64)>,
     /// Hints made once per (UUID version, candidate layouts), rewritten, with their place in
@@ -71,6 +69,8 @@ struct CachedHint {
     version: u8,
     layouts: &'static [&'static str],
     text: String,
+    /// The end of a JSON object with this hint: `,"layouts":[...],"hint":"..."}`.
+    json_tail: Vec<u8>,
     withheld_at: Option<usize>,
 }
 
@@ -146,16 +146,11 @@ impl Inspector {
             host_digits,
             fast,
             rewrite: Box::new(str::to_string),
-            v7_hint: None,
             withheld: Vec::new(),
             hint_cache: Vec::new(),
             typeid_v7,
             nanots_host,
-            clock: SecondCache {
-                secs: 0,
-                text: [0; 19],
-                valid: false,
-            },
+            clock: SecondCache::new(),
         })
     }
 
@@ -166,7 +161,6 @@ impl Inspector {
         f: impl Fn(&str) -> String + Send + Sync + 'static,
     ) -> Self {
         self.rewrite = Box::new(f);
-        self.v7_hint = None;
         self.hint_cache.clear();
         self
     }
@@ -388,17 +382,15 @@ impl Inspector {
         e.part("rand_b", P::Hex(value & ((1u128 << 62) - 1), 16));
         e.part("version", P::Version(7));
         e.part("variant", P::Variant(0b10));
-        if self.v7_hint.is_none() {
-            let hint = super::hint_for(Some(7), &V7_LAYOUTS).unwrap_or_default();
-            self.v7_hint = Some((self.rewrite)(&hint));
-        }
-        let hint = self.v7_hint.as_deref().unwrap_or_default();
-        if json {
-            e.end(&V7_LAYOUTS, None, Some(hint));
-        } else {
-            e.end::<&str>(&[], None, None);
-            withhold(&mut self.withheld, hint);
-        }
+        finish(
+            &mut e,
+            &mut self.hint_cache,
+            &mut self.withheld,
+            &*self.rewrite,
+            7,
+            &V7_LAYOUTS,
+            None,
+        );
     }
 
     /// TypeID text, as [`super::inspect`] reads it (`named`: the scheme `typeid` was given).
@@ -456,11 +448,13 @@ impl Inspector {
 
     /// KSUID text, as [`super::inspect`] reads it (`named`: the scheme `ksuid` was given).
     fn write_ksuid(&mut self, trimmed: &str, named: bool, json: bool, out: &mut Vec<u8>) -> bool {
-        let Ok(k) = ksuid::parse(trimmed) else {
+        let Some(k) = ksuid::parse_fast(trimmed) else {
             return false;
         };
         let bytes = k.as_bytes();
-        let canonical = k.encode();
+        // 27 base62 digits of a value below 62^27: the text is the only one of its value, so
+        // it is its canonical text (what `Ksuid::encode` would write again).
+        let canonical = trimmed;
         let payload = k.payload_u128();
         let seconds = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
         let unix_ns = u128::from(k.unix_seconds()) * 1_000_000_000;
@@ -614,11 +608,20 @@ fn finish(
     {
         Some(at) => at,
         None => {
-            let hint = super::hint_for(Some(version), layouts).unwrap_or_default();
+            let hint = rewrite(&super::hint_for(Some(version), layouts).unwrap_or_default());
+            let mut json_tail = Vec::new();
+            let mut clock = SecondCache::new();
+            Emit {
+                out: &mut json_tail,
+                json: true,
+                clock: &mut clock,
+            }
+            .end(layouts, None, Some(&hint));
             cache.push(CachedHint {
                 version,
                 layouts,
-                text: rewrite(&hint),
+                text: hint,
+                json_tail,
                 withheld_at: None,
             });
             cache.len() - 1
@@ -626,7 +629,10 @@ fn finish(
     };
     let h = &mut cache[at];
     if e.json {
-        e.end(layouts, note, Some(&h.text));
+        match note {
+            None => e.out.extend_from_slice(&h.json_tail),
+            Some(_) => e.end(layouts, note, Some(&h.text)),
+        }
         return;
     }
     e.end::<&str>(&[], note, None);
@@ -942,6 +948,14 @@ fn push_wide_decimal(out: &mut Vec<u8>, hi: u32, lo: u128) {
 }
 
 impl SecondCache {
+    fn new() -> SecondCache {
+        SecondCache {
+            secs: 0,
+            text: [0; 19],
+            valid: false,
+        }
+    }
+
     /// A time as [`write_unix_ns`] writes it; the date and clock of its second are made once
     /// for the run of ids in that second.
     fn write(&mut self, out: &mut Vec<u8>, ns: i128, digits: u32) {
@@ -1006,7 +1020,11 @@ fn json_nanos(out: &mut Vec<u8>, n: u128) {
 fn json_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
     let bytes = s.as_bytes();
-    if !bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\') {
+    // No early exit: the whole scan is a few vector compares.
+    let plain = !bytes.iter().fold(false, |bad, &b| {
+        bad | (b < 0x20) | (b == b'"') | (b == b'\\')
+    });
+    if plain {
         out.extend_from_slice(bytes);
     } else {
         const HEX: &[u8; 16] = b"0123456789abcdef";
