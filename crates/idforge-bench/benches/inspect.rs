@@ -20,6 +20,9 @@ use idforge::text::{self, Format};
 
 const IDS: usize = 4096;
 
+/// 2024-01-01T00:00:00Z in 100 ns ticks since 1582-10-15 (UUID versions 1 and 6).
+const GREGORIAN_2024: u64 = idforge::inspect::GREGORIAN_TO_UNIX_100NS + 1_704_067_200 * 10_000_000;
+
 fn ids_of(name: &str) -> (Kind, Vec<String>) {
     let layout = (name == "custom")
         .then_some("time:41,node:10,counter:12,tick=1ms,epoch=2020-01-01T00:00:00Z");
@@ -124,12 +127,30 @@ fn inspect(c: &mut Criterion) {
         }
         rows(&mut g, &format!("any-{name}"), None, None, &ids);
     }
-    for (label, version) in [
-        ("any-uuid-v1", 1),
-        ("any-uuid-v4", 4),
-        ("any-uuid-v6", 6),
-        ("any-uuid-v8", 8),
-    ] {
+    // Versions 1 and 6 as a generator writes them: times 1 µs apart from 2024-01-01.
+    for (label, version) in [("any-uuid-v1", 1u8), ("any-uuid-v6", 6)] {
+        let ids = uuids_of_version(u128::from(version))
+            .iter()
+            .enumerate()
+            .map(|(i, id)| {
+                let ticks = GREGORIAN_2024 + 10 * i as u64;
+                let v = uuid::Uuid::parse_str(id).unwrap().as_u128();
+                let time = if version == 1 {
+                    // time_low | time_mid | ver | time_high
+                    u128::from(ticks & 0xFFFF_FFFF) << 96
+                        | u128::from((ticks >> 32) & 0xFFFF) << 80
+                        | u128::from(ticks >> 48) << 64
+                } else {
+                    // time_high | time_mid | ver | time_low
+                    u128::from(ticks >> 12) << 80 | u128::from(ticks & 0xFFF) << 64
+                };
+                let v = (v & !(0xFFFF_FFFF_FFFF_0FFFu128 << 64)) | time;
+                text::encode(v, 128, Format::Uuid).to_string()
+            })
+            .collect::<Vec<_>>();
+        rows(&mut g, label, None, None, &ids);
+    }
+    for (label, version) in [("any-uuid-v4", 4), ("any-uuid-v8", 8)] {
         rows(&mut g, label, None, None, &uuids_of_version(version));
     }
     let edges = (0..IDS)

@@ -498,16 +498,27 @@ fn parse_as(t: &str, orig: &str, bits: u32, format: Format) -> Result<u128, Erro
 fn parse_dec(t: &str, orig: &str) -> Result<u128, Error> {
     // At most 19 digits fit 64 bits: read them in one pass (the checks below only say what
     // is wrong with other text).
-    if !t.is_empty() && t.len() <= 19 {
-        let mut v = 0u64;
-        let mut ok = true;
-        for &c in t.as_bytes() {
+    let word = |run: &[u8], ok: &mut bool| {
+        run.iter().fold(0u64, |v, &c| {
             let d = c.wrapping_sub(b'0');
-            ok &= d <= 9;
-            v = v.wrapping_mul(10).wrapping_add(u64::from(d));
-        }
+            *ok &= d <= 9;
+            v.wrapping_mul(10).wrapping_add(u64::from(d))
+        })
+    };
+    let b = t.as_bytes();
+    let mut ok = true;
+    if !b.is_empty() && b.len() <= 19 {
+        let v = word(b, &mut ok);
         if ok {
             return Ok(u128::from(v));
+        }
+    } else if (20..=38).contains(&b.len()) {
+        // Up to 38 digits fit 128 bits: the last 19 as one word, the others as another.
+        let (head, tail) = b.split_at(b.len() - 19);
+        let v = u128::from(word(head, &mut ok)) * 10_000_000_000_000_000_000
+            + u128::from(word(tail, &mut ok));
+        if ok {
+            return Ok(v);
         }
     }
     if t.is_empty() {

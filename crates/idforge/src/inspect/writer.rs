@@ -751,6 +751,7 @@ impl<'a> Emit<'a> {
         Emit { out, json, clock }
     }
 
+    #[inline]
     fn begin(&mut self, input: &str, canonical: &[u8], scheme: &str, value: u128) {
         if self.json {
             self.out.extend_from_slice(b"{\"id\":");
@@ -781,6 +782,7 @@ impl<'a> Emit<'a> {
         }
     }
 
+    #[inline]
     fn when(&mut self, unix_ns: Option<u128>, time: Option<When<'_>>) {
         let clock = &mut *self.clock;
         let mut time_text = |out: &mut Vec<u8>, t: &When<'_>| match t {
@@ -811,6 +813,7 @@ impl<'a> Emit<'a> {
         }
     }
 
+    #[inline]
     fn part(&mut self, key: &str, p: P<'_>) {
         if self.json {
             self.out.extend_from_slice(b",\"");
@@ -885,6 +888,7 @@ impl<'a> Emit<'a> {
     }
 }
 
+#[inline]
 fn push_u128(out: &mut Vec<u8>, n: u128) {
     let mut buf = itoa::Buffer::new();
     let s = match u64::try_from(n) {
@@ -895,6 +899,7 @@ fn push_u128(out: &mut Vec<u8>, n: u128) {
 }
 
 /// Lowercase hex of `v`, zero-padded to `width` digits (`{v:0width$x}`).
+#[inline]
 fn push_hex(out: &mut Vec<u8>, v: u128, width: usize) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let digits = (128 - v.leading_zeros()).div_ceil(4).max(1) as usize;
@@ -998,6 +1003,7 @@ impl SecondCache {
 }
 
 /// `0b` and the two variant bits.
+#[inline]
 fn push_variant(out: &mut Vec<u8>, v: u8) {
     out.extend_from_slice(b"0b");
     out.push(b'0' + ((v >> 1) & 1));
@@ -1005,6 +1011,7 @@ fn push_variant(out: &mut Vec<u8>, v: u8) {
 }
 
 /// A time in nanoseconds as JSON: a number while it fits 64 bits, a decimal string beyond.
+#[inline]
 fn json_nanos(out: &mut Vec<u8>, n: u128) {
     if u64::try_from(n).is_ok() {
         push_u128(out, n);
