@@ -813,12 +813,24 @@ impl<'a> Emit<'a> {
         }
     }
 
-    #[inline]
+    /// A part: its key (a literal at every call, so its copy is inlined as a few moves) and
+    /// its value.
+    #[inline(always)]
     fn part(&mut self, key: &str, p: P<'_>) {
         if self.json {
             self.out.extend_from_slice(b",\"");
             self.out.extend_from_slice(key.as_bytes());
             self.out.extend_from_slice(b"\":");
+        } else {
+            self.out.push(b' ');
+            self.out.extend_from_slice(key.as_bytes());
+            self.out.push(b'=');
+        }
+        self.value(p);
+    }
+
+    fn value(&mut self, p: P<'_>) {
+        if self.json {
             match p {
                 P::Int(n) if n <= 1 << 53 => push_u128(self.out, n),
                 P::Int(n) => {
@@ -845,9 +857,6 @@ impl<'a> Emit<'a> {
                 }
             }
         } else {
-            self.out.push(b' ');
-            self.out.extend_from_slice(key.as_bytes());
-            self.out.push(b'=');
             match p {
                 P::Int(n) => push_u128(self.out, n),
                 P::Hex(v, width) => push_hex(self.out, v, width),
@@ -903,14 +912,17 @@ fn push_u128(out: &mut Vec<u8>, n: u128) {
 fn push_hex(out: &mut Vec<u8>, v: u128, width: usize) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let digits = (128 - v.leading_zeros()).div_ceil(4).max(1) as usize;
-    let n = digits.max(width);
-    let start = out.len();
-    out.resize(start + n, b'0');
+    if width > 32 {
+        out.extend(std::iter::repeat_n(b'0', width - 32));
+    }
+    let n = digits.max(width).min(32);
+    let mut buf = [b'0'; 32];
     let mut v = v;
-    for slot in out[start..].iter_mut().rev().take(digits) {
+    for slot in buf.iter_mut().rev().take(digits) {
         *slot = HEX[(v & 0xF) as usize];
         v >>= 4;
     }
+    out.extend_from_slice(&buf[32 - n..]);
 }
 
 /// The 32 uppercase hex digits of `v`.
@@ -1069,10 +1081,62 @@ mod tests {
             (0xabc, 16),
             (u128::MAX, 0),
             (1, 12),
+            (5, 40),
+            (u128::MAX, 40),
+            (u128::MAX >> 3, 32),
         ] {
             let mut out = Vec::new();
             push_hex(&mut out, v, w);
             assert_eq!(String::from_utf8(out).unwrap(), format!("{v:0w$x}"));
+        }
+    }
+
+    #[test]
+    fn wide_decimal_matches_the_byte_division() {
+        let mut x = 0x9E37_79B9_7F4A_7C15_u64;
+        let mut cases = vec![(0u32, 0u128), (0, u128::MAX), (u32::MAX, u128::MAX), (1, 0)];
+        for _ in 0..1000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            cases.push((
+                (x >> 32) as u32,
+                u128::from(x) * u128::from(x.rotate_left(17)),
+            ));
+        }
+        for (hi, lo) in cases {
+            let mut bytes = hi.to_be_bytes().to_vec();
+            bytes.extend_from_slice(&lo.to_be_bytes());
+            let mut out = Vec::new();
+            push_wide_decimal(&mut out, hi, lo);
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                super::super::wide_decimal(&bytes)
+            );
+        }
+    }
+
+    #[test]
+    fn times_from_the_second_cache_match_write_unix_ns() {
+        let mut cache = SecondCache::new();
+        let mut ns = 1_700_000_000_123_456_789i128;
+        for step in [
+            0,
+            1,
+            999_999_999,
+            1,
+            86_400_000_000_000,
+            -3,
+            i128::from(u64::MAX),
+            -1,
+        ] {
+            ns += step;
+            for digits in [0, 2, 3, 7, 9] {
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                cache.write(&mut a, ns, digits);
+                write_unix_ns(&mut b, ns, digits);
+                assert_eq!(a, b, "{ns} {digits}");
+            }
         }
     }
 
