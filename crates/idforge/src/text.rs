@@ -385,6 +385,26 @@ fn shapes(t: &str, bits: u32) -> ([Format; 3], usize) {
 
 /// Reads text whose format is not given: the one reading its shape allows, or an error.
 fn resolve(t: &str, orig: &str, bits: u32) -> Result<(Format, u128), Error> {
+    // The two common shapes, told apart without [`shapes`]: what it would find for them is
+    // one format, read (or refused) as below.
+    let b = t.as_bytes();
+    let one = if b.len() == 36 && b[8] == b'-' && b[0] != b'-' {
+        // A '-' not in front: UUID text, and nothing else.
+        Some(Format::Uuid)
+    } else if !b.is_empty()
+        && b.len() != hex_width(bits)
+        && b.len() != 32
+        && b.len() != base32_width(bits)
+        && b.iter().all(u8::is_ascii_digit)
+    {
+        // Digits of no other format's width: decimal only.
+        Some(Format::Dec)
+    } else {
+        None
+    };
+    if let Some(f) = one {
+        return parse_as(t, orig, bits, f).map(|v| (f, v));
+    }
     let mut found = [(Format::Dec, 0u128); 3];
     let mut n = 0;
     let mut first_error = None;
