@@ -240,8 +240,8 @@ impl Inspector {
                     self.write_v7(trimmed, value, json, out);
                     return true;
                 }
-                let canonical = text::encode(value, 128, Format::Uuid);
-                self.write_uuid(trimmed, canonical.as_bytes(), None, None, value, json, out)
+                let canonical = (!json).then(|| text::encode(value, 128, Format::Uuid));
+                self.write_uuid(trimmed, bytes_of(&canonical), None, None, value, json, out)
             }
             Some(Kind::Layout(Scheme::Ksuid)) => {
                 format.is_none() && self.write_ksuid(trimmed, true, json, out)
@@ -266,10 +266,10 @@ impl Inspector {
                 if (value >> 76) & 0xF != 4 || value == 0 || value == u128::MAX {
                     return false;
                 }
-                let canonical = text::encode(value, 128, Format::Uuid);
+                let canonical = (!json).then(|| text::encode(value, 128, Format::Uuid));
                 self.write_uuid(
                     trimmed,
-                    canonical.as_bytes(),
+                    bytes_of(&canonical),
                     Some("uuid4"),
                     None,
                     value,
@@ -373,9 +373,9 @@ impl Inspector {
 
     /// A version 7 UUID read without a scheme: what [`super::inspect_uuid`] makes of it.
     fn write_v7(&mut self, trimmed: &str, value: u128, json: bool, out: &mut Vec<u8>) {
-        let canonical = text::encode(value, 128, Format::Uuid);
+        let canonical = (!json).then(|| text::encode(value, 128, Format::Uuid));
         let mut e = Emit::new(out, json, &mut self.clock);
-        e.begin(trimmed, canonical.as_bytes(), "uuid-v7", value);
+        e.begin(trimmed, bytes_of(&canonical), "uuid-v7", value);
         let unix_ns = (value >> 80) * 1_000_000;
         e.when(Some(unix_ns), Some(When::Ns(unix_ns as i128, 3)));
         e.part("rand_a", P::Hex((value >> 64) & 0xFFF, 3));
@@ -402,10 +402,19 @@ impl Inspector {
         let Ok((prefix, value)) = parsed else {
             return false;
         };
-        let Ok(canonical) = text::TypeIdPrefix::new(prefix) else {
-            return false;
+        // The prefix passed `parse_typeid`'s checks, which are `TypeIdPrefix::new`'s; the
+        // canonical text is made for text lines only.
+        let canonical = if json {
+            None
+        } else {
+            match text::TypeIdPrefix::new(prefix) {
+                Ok(p) => Some(p.encode(value)),
+                Err(_) => return false,
+            }
         };
-        let canonical = canonical.encode(value);
+        let canonical = canonical
+            .as_ref()
+            .map_or(&[][..], text::TypeIdText::as_bytes);
         let v7 = (value >> 76) & 0xF == 7 && (value >> 62) & 0b11 == 0b10;
         if v7 && named {
             let Some(fast) = &self.typeid_v7 else {
@@ -417,7 +426,7 @@ impl Inspector {
                 return false;
             };
             let mut e = Emit::new(out, json, &mut self.clock);
-            e.begin(trimmed, canonical.as_bytes(), Scheme::TypeId.name(), value);
+            e.begin(trimmed, canonical, Scheme::TypeId.name(), value);
             e.when(Some(unix_ns), Some(When::Ns(unix_ns as i128, fast.digits)));
             e.part("prefix", P::Str(prefix));
             layout_parts(fast, value, &parts, &mut e);
@@ -426,7 +435,7 @@ impl Inspector {
         }
         if self.write_uuid(
             trimmed,
-            canonical.as_bytes(),
+            canonical,
             Some(Scheme::TypeId.name()),
             Some(prefix),
             value,
@@ -437,7 +446,7 @@ impl Inspector {
         }
         // A suffix that is no UUID RFC 9562 defines: its version and variant alone.
         let mut e = Emit::new(out, json, &mut self.clock);
-        e.begin(trimmed, canonical.as_bytes(), Scheme::TypeId.name(), value);
+        e.begin(trimmed, canonical, Scheme::TypeId.name(), value);
         e.when(None, None);
         e.part("prefix", P::Str(prefix));
         e.part("version", P::Version(((value >> 76) & 0xF) as u8));
@@ -522,10 +531,10 @@ impl Inspector {
         else {
             return false;
         };
-        let canonical = text::encode(value, 128, Format::Uuid);
+        let canonical = (!json).then(|| text::encode(value, 128, Format::Uuid));
         let unix_ns = u128::from(ms) * 1_000_000;
         let mut e = Emit::new(out, json, &mut self.clock);
-        e.begin(trimmed, canonical.as_bytes(), locality::NAME, value);
+        e.begin(trimmed, bytes_of(&canonical), locality::NAME, value);
         e.when(Some(unix_ns), Some(When::Ns(unix_ns as i128, 3)));
         e.part("counter", P::Int(u128::from(counter)));
         e.part("pid", P::Int(u128::from(pid)));
@@ -645,6 +654,11 @@ fn finish(
     }
 }
 
+/// The canonical text of an id, made for text lines only (JSON objects do not carry it).
+fn bytes_of(canonical: &Option<text::Text>) -> &[u8] {
+    canonical.as_ref().map_or(&[], text::Text::as_bytes)
+}
+
 /// Counts a hint kept back from a text line.
 fn withhold(list: &mut Vec<(String, u64)>, hint: &str) {
     match list.iter_mut().find(|(h, _)| h == hint) {
@@ -686,8 +700,8 @@ fn write_layout(
 ) -> Result<(), Error> {
     let layout = &fast.layout;
     let (value, parts, unix_ns) = layout_fields(input, trimmed, &fast.scheme, layout, format)?;
-    let canonical = text::encode(value, layout.bits, fast.canonical);
-    e.begin(trimmed, canonical.as_bytes(), fast.scheme.name(), value);
+    let canonical = (!e.json).then(|| text::encode(value, layout.bits, fast.canonical));
+    e.begin(trimmed, bytes_of(&canonical), fast.scheme.name(), value);
     e.when(Some(unix_ns), Some(When::Ns(unix_ns as i128, fast.digits)));
     layout_parts(fast, value, &parts, e);
     e.end::<&str>(&[], None, None);
