@@ -352,6 +352,21 @@ pub fn looks_like_uuid(text: &str) -> bool {
         || (t.contains('-') && !t.starts_with('-'))
 }
 
+/// `text.trim()`, without decoding characters when both ends are visible ASCII (whitespace is
+/// ASCII at most 0x20, or not ASCII).
+///
+/// ```
+/// assert_eq!(idforge::text::trim(" \u{2003}ab\t"), "ab");
+/// assert_eq!(idforge::text::trim("ab"), "ab");
+/// ```
+#[inline]
+pub fn trim(text: &str) -> &str {
+    match text.as_bytes() {
+        [first, .., last] if (0x21..0x7F).contains(first) && (0x21..0x7F).contains(last) => text,
+        _ => text.trim(),
+    }
+}
+
 /// The formats the text's shape allows for a `bits`-wide id, before parsing (at most three;
 /// the rest of the array is unused), and how many.
 fn shapes(t: &str, bits: u32) -> ([Format; 3], usize) {
@@ -488,7 +503,7 @@ pub fn detect(text: &str, bits: u32) -> Result<Format, Error> {
 /// assert!(parse("12x", 64, None).is_err());
 /// ```
 pub fn parse(text: &str, bits: u32, format: Option<Format>) -> Result<u128, Error> {
-    let t = text.trim();
+    let t = trim(text);
     let bits = clamp_bits(bits);
     match format {
         Some(f) => parse_as(t, text, bits, f),

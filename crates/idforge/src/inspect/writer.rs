@@ -185,7 +185,7 @@ impl Inspector {
     }
 
     fn write_inner(&mut self, input: &str, json: bool, out: &mut Vec<u8>) -> Result<(), Error> {
-        let trimmed = input.trim();
+        let trimmed = text::trim(input);
         if let Some(fast) = &self.fast {
             let timestamp_text =
                 fast.scheme == Scheme::NanoTs && self.format.is_none() && nanots_time_text(trimmed);
@@ -209,7 +209,17 @@ impl Inspector {
     /// decodes them. Returns false, having written nothing, where that would fail.
     fn write_other(&mut self, trimmed: &str, json: bool, out: &mut Vec<u8>) -> bool {
         let format = self.format;
-        match self.kind.clone() {
+        // The kind without its scheme's data (a custom layout is not cloned per id).
+        let kind = match &self.kind {
+            Some(Kind::Layout(s)) if *s == Scheme::Ksuid => Some(Kind::Layout(Scheme::Ksuid)),
+            Some(Kind::Layout(s)) if *s == Scheme::TypeId => Some(Kind::Layout(Scheme::TypeId)),
+            Some(Kind::Layout(_)) => return false,
+            Some(Kind::NanoTsHost) => Some(Kind::NanoTsHost),
+            Some(Kind::Locality) => Some(Kind::Locality),
+            Some(Kind::Uuid4) => Some(Kind::Uuid4),
+            None => None,
+        };
+        match kind {
             None => {
                 if format.is_none() && ksuid::looks_like_ksuid(trimmed) {
                     return self.write_ksuid(trimmed, false, json, out);
