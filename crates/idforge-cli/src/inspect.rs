@@ -69,32 +69,33 @@ pub fn run(a: InspectArgs) -> anyhow::Result<ExitCode> {
     }
     let mut inspector =
         Inspector::new(kind, format, a.host_digits)?.with_hint_rewriter(crate::failure::flagify);
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::with_capacity(64 * 1024, stdout.lock());
-    let mut line = Vec::with_capacity(512);
+    // Lines are decoded straight into the output buffer (no copy per line), and read from the
+    // input buffer where they lie whole in it (copied only when one spans two reads).
+    let mut out = Out {
+        buf: Vec::with_capacity(OUT_CAPACITY + 1024),
+        to: io::stdout().lock(),
+    };
     let mut failures = 0u64;
     // `place` says where a bad id came from: nothing for an argument, the line number for
     // standard input (made only for a bad id). Returns whether the id was bad.
-    let mut one =
-        |id: &str, line_no: Option<u64>, out: &mut io::BufWriter<_>| -> io::Result<bool> {
-            line.clear();
-            match inspector.write(id, a.json, &mut line) {
-                Ok(()) => {
-                    line.push(b'\n');
-                    out.write_all(&line)?;
-                    Ok(false)
-                }
-                Err(e) => {
-                    out.flush()?;
-                    let msg = crate::failure::flagify(&e.to_string());
-                    let place = line_no
-                        .map(|n| format!("standard input line {n}: "))
-                        .unwrap_or_default();
-                    eprintln!("idforge: {place}{}: {msg}", clip_input(id.trim()));
-                    Ok(true)
-                }
+    let mut one = |id: &str, line_no: Option<u64>, out: &mut Out| -> io::Result<bool> {
+        match inspector.write(id, a.json, &mut out.buf) {
+            Ok(()) => {
+                out.buf.push(b'\n');
+                out.spill()?;
+                Ok(false)
             }
-        };
+            Err(e) => {
+                out.flush()?;
+                let msg = crate::failure::flagify(&e.to_string());
+                let place = line_no
+                    .map(|n| format!("standard input line {n}: "))
+                    .unwrap_or_default();
+                eprintln!("idforge: {place}{}: {msg}", clip_input(id.trim()));
+                Ok(true)
+            }
+        }
+    };
     let stdin_args = usize::from(from_stdin);
     for arg in a
         .ids
@@ -107,25 +108,53 @@ pub fn run(a: InspectArgs) -> anyhow::Result<ExitCode> {
             continue;
         }
         let mut input = io::BufReader::with_capacity(64 * 1024, io::stdin().lock());
-        let mut buf = Vec::new();
+        // A line begun in one read and ended in the next.
+        let mut partial = Vec::new();
         let mut line_no = 0u64;
-        loop {
-            buf.clear();
-            if input.read_until(b'\n', &mut buf)? == 0 {
-                break;
-            }
+        let mut line = |bytes: &[u8], out: &mut Out| -> io::Result<u64> {
             line_no += 1;
-            match std::str::from_utf8(&buf) {
-                Ok(line) if line.trim().is_empty() => {}
-                Ok(line) => failures += u64::from(one(line.trim_end(), Some(line_no), &mut out)?),
+            Ok(match std::str::from_utf8(bytes) {
+                Ok(l) if l.trim().is_empty() => 0,
+                Ok(l) => u64::from(one(l.trim_end(), Some(line_no), out)?),
                 Err(_) => {
-                    failures += 1;
                     out.flush()?;
                     eprintln!(
                         "idforge: standard input line {line_no}: not UTF-8 text, so not an id"
                     );
+                    1
+                }
+            })
+        };
+        loop {
+            let chunk = input.fill_buf()?;
+            if chunk.is_empty() {
+                if !partial.is_empty() {
+                    failures += line(&partial, &mut out)?;
+                }
+                break;
+            }
+            let mut rest = chunk;
+            if !partial.is_empty() {
+                match rest.iter().position(|&b| b == b'\n') {
+                    Some(at) => {
+                        partial.extend_from_slice(&rest[..=at]);
+                        failures += line(&partial, &mut out)?;
+                        partial.clear();
+                        rest = &rest[at + 1..];
+                    }
+                    None => {
+                        partial.extend_from_slice(rest);
+                        rest = &[];
+                    }
                 }
             }
+            while let Some(at) = rest.iter().position(|&b| b == b'\n') {
+                failures += line(&rest[..=at], &mut out)?;
+                rest = &rest[at + 1..];
+            }
+            partial.extend_from_slice(rest);
+            let used = chunk.len();
+            input.consume(used);
         }
     }
     out.flush()?;
@@ -144,6 +173,31 @@ pub fn run(a: InspectArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Bytes of output gathered before they are written.
+const OUT_CAPACITY: usize = 64 * 1024;
+
+/// Standard output, buffered in a `Vec` the inspector appends its lines to.
+struct Out {
+    buf: Vec<u8>,
+    to: io::StdoutLock<'static>,
+}
+
+impl Out {
+    /// Writes the buffer once it is full.
+    fn spill(&mut self) -> io::Result<()> {
+        if self.buf.len() >= OUT_CAPACITY {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.to.write_all(&self.buf)?;
+        self.buf.clear();
+        self.to.flush()
+    }
 }
 
 /// Input echoed in a message: at most 80 characters, control characters escaped (`\u{1b}`), so

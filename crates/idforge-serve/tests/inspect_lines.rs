@@ -42,8 +42,16 @@ fn kinds() -> Vec<Option<Kind>> {
 
 /// Compares the inspector with the `Decoded` path on one input.
 fn check(kind: Option<&Kind>, format: Option<Format>, input: &str) {
-    let mut ins = Inspector::new(kind.cloned(), format, None).unwrap();
-    let expected = inspect_as(input, kind, format, None);
+    check_digits(kind, format, None, input)
+}
+
+/// As [`check`], with nanots-host's host digits.
+fn check_digits(kind: Option<&Kind>, format: Option<Format>, digits: Option<u32>, input: &str) {
+    let Ok(mut ins) = Inspector::new(kind.cloned(), format, digits) else {
+        assert!(inspect_as(input, kind, format, digits).is_err());
+        return;
+    };
+    let expected = inspect_as(input, kind, format, digits);
     for json in [false, true] {
         let mut out = b"kept|".to_vec();
         let got = ins.write(input, json, &mut out);
@@ -124,6 +132,71 @@ proptest! {
     fn text_that_is_not_an_id_fails_alike(s in "\\PC{0,40}") {
         for kind in kinds() {
             check(kind.as_ref(), None, &s);
+        }
+    }
+}
+
+/// A UUID of `version` and `variant` with the other bits from `raw`.
+fn uuid_of(raw: u128, version: u128, variant: u128) -> u128 {
+    (raw & !(0xF << 76) & !(0b11 << 62)) | (version << 76) | (variant << 62)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// The kinds whose ids are not a layout's value in a generic format: KSUID and TypeID text,
+    /// Locality UUIDs and version 4 UUIDs, nanots-host integers and timestamps.
+    #[test]
+    fn other_kinds_in_their_own_text(
+        raw in any::<u128>(),
+        top in any::<u32>(),
+        version in 0u128..16,
+        variant in 0u128..4,
+        likely in prop::bool::weighted(0.7),
+        prefix in "[a-z]{0,3}(_[a-z]{1,2})?",
+        host_digits in prop::option::of(1u32..5),
+    ) {
+        let ksuid = |name: &str| Kind::from_name(name, None).unwrap();
+        // KSUID text of any 20 bytes, read with and without the scheme.
+        let mut b = [0u8; 20];
+        b[..4].copy_from_slice(&top.to_be_bytes());
+        b[4..].copy_from_slice(&raw.to_be_bytes());
+        let k = idforge::schemes::ksuid::Ksuid::from_bytes(b).to_string();
+        for kind in [None, Some(ksuid("ksuid"))] {
+            check(kind.as_ref(), None, &k);
+            check(kind.as_ref(), Some(Format::Base32), &k);
+        }
+        // TypeID text of UUIDs of every version and variant (mostly v7 and v8, RFC 9562's variant).
+        let (version, variant) = if likely { (7 + (raw & 1), 0b10) } else { (version, variant) };
+        let v = uuid_of(raw, version, variant);
+        let suffix = text::encode(v, 128, Format::TypeId).to_string();
+        let typeid = if prefix.is_empty() { suffix.clone() } else { format!("{prefix}_{suffix}") };
+        for kind in [None, Some(ksuid("typeid"))] {
+            for f in [None, Some(Format::TypeId)] {
+                check(kind.as_ref(), f, &typeid);
+            }
+            check(kind.as_ref(), Some(Format::Uuid), &text::encode(v, 128, Format::Uuid).to_string());
+        }
+        for edge in [0, u128::MAX] {
+            check(Some(&ksuid("typeid")), None, &text::encode(edge, 128, Format::TypeId).to_string());
+        }
+        // Locality UUIDs (version b) and version 4 UUIDs, as UUID text and hex.
+        for (name, version) in [("locality", 0xb), ("uuid4", 4)] {
+            let variant = if likely { 0b10 } else { variant };
+            let v = uuid_of(raw, version, variant);
+            for f in [None, Some(Format::Uuid), Some(Format::Hex)] {
+                let shown = text::encode(v, 128, f.unwrap_or(Format::Uuid)).to_string();
+                check(Some(&ksuid(name)), f, &shown);
+                check(None, f, &shown);
+            }
+        }
+        // nanots-host: integers and Chronicle's timestamp text, with 2 or 3 host digits (and
+        // digits it refuses).
+        let n = raw as u64;
+        for text in [n.to_string(), idforge::schemes::nanots::format(n), format!("{}.{:09}", idforge::schemes::nanots::format(n), n % 1_000_000_000)] {
+            for f in [None, Some(Format::Dec), Some(Format::Hex)] {
+                check_digits(Some(&ksuid("nanots-host")), f, host_digits, &text);
+            }
         }
     }
 }

@@ -392,6 +392,21 @@ pub fn looks_like_uuid(text: &str) -> bool {
         || (t.contains('-') && !t.starts_with('-'))
 }
 
+/// `text.trim()`, without decoding characters when both ends are visible ASCII (whitespace is
+/// ASCII at most 0x20, or not ASCII).
+///
+/// ```
+/// assert_eq!(idforge::text::trim(" \u{2003}ab\t"), "ab");
+/// assert_eq!(idforge::text::trim("ab"), "ab");
+/// ```
+#[inline]
+pub fn trim(text: &str) -> &str {
+    match text.as_bytes() {
+        [first, .., last] if (0x21..0x7F).contains(first) && (0x21..0x7F).contains(last) => text,
+        _ => text.trim(),
+    }
+}
+
 /// The formats the text's shape allows for a `bits`-wide id, before parsing (at most three;
 /// the rest of the array is unused), and how many.
 fn shapes(t: &str, bits: u32) -> ([Format; 3], usize) {
@@ -425,6 +440,26 @@ fn shapes(t: &str, bits: u32) -> ([Format; 3], usize) {
 
 /// Reads text whose format is not given: the one reading its shape allows, or an error.
 fn resolve(t: &str, orig: &str, bits: u32) -> Result<(Format, u128), Error> {
+    // The two common shapes, told apart without [`shapes`]: what it would find for them is
+    // one format, read (or refused) as below.
+    let b = t.as_bytes();
+    let one = if b.len() == 36 && b[8] == b'-' && b[0] != b'-' {
+        // A '-' not in front: UUID text, and nothing else.
+        Some(Format::Uuid)
+    } else if !b.is_empty()
+        && b.len() != hex_width(bits)
+        && b.len() != 32
+        && b.len() != base32_width(bits)
+        && b.iter().all(u8::is_ascii_digit)
+    {
+        // Digits of no other format's width: decimal only.
+        Some(Format::Dec)
+    } else {
+        None
+    };
+    if let Some(f) = one {
+        return parse_as(t, orig, bits, f).map(|v| (f, v));
+    }
     let mut found = [(Format::Dec, 0u128); 3];
     let mut n = 0;
     let mut first_error = None;
@@ -508,7 +543,7 @@ pub fn detect(text: &str, bits: u32) -> Result<Format, Error> {
 /// assert!(parse("12x", 64, None).is_err());
 /// ```
 pub fn parse(text: &str, bits: u32, format: Option<Format>) -> Result<u128, Error> {
-    let t = text.trim();
+    let t = trim(text);
     let bits = clamp_bits(bits);
     match format {
         Some(f) => parse_as(t, text, bits, f),
@@ -538,16 +573,27 @@ fn parse_as(t: &str, orig: &str, bits: u32, format: Format) -> Result<u128, Erro
 fn parse_dec(t: &str, orig: &str) -> Result<u128, Error> {
     // At most 19 digits fit 64 bits: read them in one pass (the checks below only say what
     // is wrong with other text).
-    if !t.is_empty() && t.len() <= 19 {
-        let mut v = 0u64;
-        let mut ok = true;
-        for &c in t.as_bytes() {
+    let word = |run: &[u8], ok: &mut bool| {
+        run.iter().fold(0u64, |v, &c| {
             let d = c.wrapping_sub(b'0');
-            ok &= d <= 9;
-            v = v.wrapping_mul(10).wrapping_add(u64::from(d));
-        }
+            *ok &= d <= 9;
+            v.wrapping_mul(10).wrapping_add(u64::from(d))
+        })
+    };
+    let b = t.as_bytes();
+    let mut ok = true;
+    if !b.is_empty() && b.len() <= 19 {
+        let v = word(b, &mut ok);
         if ok {
             return Ok(u128::from(v));
+        }
+    } else if (20..=38).contains(&b.len()) {
+        // Up to 38 digits fit 128 bits: the last 19 as one word, the others as another.
+        let (head, tail) = b.split_at(b.len() - 19);
+        let v = u128::from(word(head, &mut ok)) * 10_000_000_000_000_000_000
+            + u128::from(word(tail, &mut ok));
+        if ok {
+            return Ok(v);
         }
     }
     if t.is_empty() {
@@ -1016,6 +1062,9 @@ impl fmt::Debug for TypeIdText {
 /// assert!(parse_typeid("prefix_8zzzzzzzzzzzzzzzzzzzzzzzzz", "").is_err());
 /// ```
 pub fn parse_typeid<'a>(t: &'a str, orig: &str) -> Result<(&'a str, u128), Error> {
+    if let Some(read) = typeid_fast(t) {
+        return Ok(read);
+    }
     let (prefix, suffix) = match t.rfind('_') {
         None => ("", t),
         Some(0) => {
@@ -1053,6 +1102,33 @@ pub fn parse_typeid<'a>(t: &'a str, orig: &str) -> Result<(&'a str, u128), Error
         v = (v << 5) | u128::from(d);
     }
     Ok((prefix, v))
+}
+
+static TYPEID_DIGITS: [u8; 256] = digit_table(CROCKFORD_LOWER, false, &[]);
+
+/// Valid TypeID text read with byte tables, or `None` (then the character-by-character
+/// reading of [`parse_typeid`] says what is wrong, or reads what this does not try).
+fn typeid_fast(t: &str) -> Option<(&str, u128)> {
+    let b = t.as_bytes();
+    let n = b.len();
+    if n < 26 {
+        return None;
+    }
+    let (prefix, suffix) = match n {
+        26 => (&b[..0], b),
+        _ if n >= 28 && b[n - 27] == b'_' => (&b[..n - 27], &b[n - 26..]),
+        _ => return None,
+    };
+    let good_prefix = prefix.len() <= TYPEID_PREFIX_MAX
+        && prefix.iter().all(|&c| c.is_ascii_lowercase() || c == b'_')
+        && prefix.first().is_none_or(u8::is_ascii_lowercase)
+        && prefix.last().is_none_or(u8::is_ascii_lowercase);
+    if !good_prefix || suffix[0] > b'7' {
+        return None;
+    }
+    let v = fold_digits(suffix, &TYPEID_DIGITS)?;
+    // The prefix is ASCII, so byte n - 27 starts a character.
+    Some((&t[..prefix.len()], v))
 }
 
 /// Each byte's hex digit value, or 0xFF for a byte that is not a hex digit.

@@ -7,13 +7,16 @@
 //! [`inspect_as`](super::inspect_as) and written from its [`Decoded`] by the same writer, so the
 //! two paths cannot print different lines for one id (a test compares them on every scheme).
 
+use super::V8_LAYOUTS;
 use super::{
     inspect_as, layout_fields, looks_like_typeid, nanots_time_text, Decoded, Part, V7_LAYOUTS,
 };
 use crate::error::Error;
 use crate::layout::Layout;
 use crate::schemes::catalog::Kind;
-use crate::schemes::Scheme;
+#[cfg(feature = "locality")]
+use crate::schemes::locality::{self, LocalityUuid};
+use crate::schemes::{ksuid, nanots, Scheme};
 use crate::text::{self, Format};
 use crate::time::{digits_for_tick, write_unix_ns};
 
@@ -49,10 +52,33 @@ pub struct Inspector {
     /// The layout of a layout scheme named (not TypeID): decoded without a [`Decoded`].
     fast: Option<Fast>,
     rewrite: Box<dyn Fn(&str) -> String + Send + Sync>,
-    /// The rewritten hint of a version 7 UUID read without a scheme, made once.
-    v7_hint: Option<String>,
     /// Hints withheld from text lines, each once, with how many lines had it.
     withheld: Vec<(String, u64)>,
+    /// Hints made once per (UUID version, candidate layouts), rewritten, with their place in
+    /// `withheld` once a text line has had them.
+    hint_cache: Vec<CachedHint>,
+    /// uuid7's layout, for TypeID text read as the scheme `typeid` (its suffix is a UUIDv7).
+    typeid_v7: Option<Fast>,
+    /// nanots-host: the host digits and the time's fraction digits, when the digits are valid.
+    nanots_host: Option<(u32, u32)>,
+    /// The text of the last second written (`YYYY-MM-DDTHH:MM:SS`): ids come in runs.
+    clock: SecondCache,
+}
+
+struct CachedHint {
+    version: u8,
+    layouts: &'static [&'static str],
+    text: String,
+    /// The end of a JSON object with this hint: `,"layouts":[...],"hint":"..."}`.
+    json_tail: Vec<u8>,
+    withheld_at: Option<usize>,
+}
+
+/// The text of one second, kept while the ids that follow fall in it.
+struct SecondCache {
+    secs: u64,
+    text: [u8; 19],
+    valid: bool,
 }
 
 struct Fast {
@@ -102,25 +128,16 @@ impl Inspector {
         let fast = match &kind {
             // TypeID and KSUID text have decoders of their own.
             Some(Kind::Layout(s)) if *s != Scheme::TypeId && *s != Scheme::Ksuid => {
-                let layout = s.layout();
-                let node_name = if layout.node.width() == 0 {
-                    NodeName::None
-                } else {
-                    match s {
-                        Scheme::UProtocolV8 => NodeName::RandB,
-                        Scheme::NanoTs => NodeName::Tag,
-                        _ => NodeName::Node,
-                    }
-                };
-                Some(Fast {
-                    digits: digits_for_tick(layout.tick_ns),
-                    canonical: s.default_format(),
-                    uuid: s.uuid_version().is_some(),
-                    scheme: s.clone(),
-                    layout,
-                    node_name,
-                })
+                Some(Fast::of(s))
             }
+            _ => None,
+        };
+        let typeid_v7 =
+            (kind == Some(Kind::Layout(Scheme::TypeId))).then(|| Fast::of(&Scheme::Uuid7));
+        let nanots_host = match kind {
+            Some(Kind::NanoTsHost) => nanots::HostDigits::new(0, host_digits.unwrap_or(2))
+                .ok()
+                .map(|h| (h.digits(), digits_for_tick(h.timebase().tick_ns))),
             _ => None,
         };
         Ok(Inspector {
@@ -129,8 +146,11 @@ impl Inspector {
             host_digits,
             fast,
             rewrite: Box::new(str::to_string),
-            v7_hint: None,
             withheld: Vec::new(),
+            hint_cache: Vec::new(),
+            typeid_v7,
+            nanots_host,
+            clock: SecondCache::new(),
         })
     }
 
@@ -141,7 +161,7 @@ impl Inspector {
         f: impl Fn(&str) -> String + Send + Sync + 'static,
     ) -> Self {
         self.rewrite = Box::new(f);
-        self.v7_hint = None;
+        self.hint_cache.clear();
         self
     }
 
@@ -165,60 +185,377 @@ impl Inspector {
     }
 
     fn write_inner(&mut self, input: &str, json: bool, out: &mut Vec<u8>) -> Result<(), Error> {
-        let trimmed = input.trim();
+        let trimmed = text::trim(input);
         if let Some(fast) = &self.fast {
             let timestamp_text =
                 fast.scheme == Scheme::NanoTs && self.format.is_none() && nanots_time_text(trimmed);
             if !timestamp_text {
-                write_layout(fast, input, trimmed, self.format, json, out)?;
-                return Ok(());
+                let mut e = Emit::new(out, json, &mut self.clock);
+                return write_layout(fast, input, trimmed, self.format, &mut e);
             }
         }
-        if self.kind.is_none() {
-            let uuid_text = match self.format {
-                None => !looks_like_typeid(trimmed) && text::looks_like_uuid(trimmed),
-                Some(f) => f == Format::Uuid,
-            };
-            if uuid_text {
-                let value = text::parse(trimmed, 128, Some(Format::Uuid))?;
-                let v7 = (value >> 76) & 0xF == 7 && (value >> 62) & 0b11 == 0b10;
-                if v7 && value != u128::MAX {
-                    self.write_v7(trimmed, value, json, out);
-                    return Ok(());
-                }
-            }
+        // The other kinds are written without a `Decoded` too; where the fast reading finds
+        // nothing to write (bad text, a case it does not cover), the `Decoded` path below
+        // decodes the id again and says what is wrong, in the same words as `inspect_as`.
+        if self.write_other(trimmed, json, out) {
+            return Ok(());
         }
         let d = inspect_as(input, self.kind.as_ref(), self.format, self.host_digits)?;
         self.write_decoded(&d, json, out);
         Ok(())
     }
 
+    /// The kinds other than layout schemes, and ids read without a scheme, as [`inspect_as`]
+    /// decodes them. Returns false, having written nothing, where that would fail.
+    fn write_other(&mut self, trimmed: &str, json: bool, out: &mut Vec<u8>) -> bool {
+        let format = self.format;
+        // The kind without its scheme's data (a custom layout is not cloned per id).
+        let kind = match &self.kind {
+            Some(Kind::Layout(s)) if *s == Scheme::Ksuid => Some(Kind::Layout(Scheme::Ksuid)),
+            Some(Kind::Layout(s)) if *s == Scheme::TypeId => Some(Kind::Layout(Scheme::TypeId)),
+            Some(Kind::Layout(_)) => return false,
+            Some(Kind::NanoTsHost) => Some(Kind::NanoTsHost),
+            Some(Kind::Locality) => Some(Kind::Locality),
+            Some(Kind::Uuid4) => Some(Kind::Uuid4),
+            None => None,
+        };
+        match kind {
+            None => {
+                if format.is_none() && ksuid::looks_like_ksuid(trimmed) {
+                    return self.write_ksuid(trimmed, false, json, out);
+                }
+                let typeid_text = match format {
+                    Some(f) => f == Format::TypeId,
+                    None => looks_like_typeid(trimmed),
+                };
+                if typeid_text {
+                    return self.write_typeid(trimmed, false, json, out);
+                }
+                let uuid_text = match format {
+                    None => text::looks_like_uuid(trimmed),
+                    Some(f) => f == Format::Uuid,
+                };
+                if !uuid_text {
+                    return false;
+                }
+                let Ok(value) = text::parse(trimmed, 128, Some(Format::Uuid)) else {
+                    return false;
+                };
+                let version = ((value >> 76) & 0xF) as u8;
+                #[cfg(feature = "locality")]
+                if version == locality::VERSION && value != u128::MAX {
+                    return self.write_locality(trimmed, value, json, out);
+                }
+                if version == 7 && value != u128::MAX && (value >> 62) & 0b11 == 0b10 {
+                    self.write_v7(trimmed, value, json, out);
+                    return true;
+                }
+                let canonical = (!json).then(|| text::encode(value, 128, Format::Uuid));
+                self.write_uuid(trimmed, bytes_of(&canonical), None, None, value, json, out)
+            }
+            Some(Kind::Layout(Scheme::Ksuid)) => {
+                format.is_none() && self.write_ksuid(trimmed, true, json, out)
+            }
+            Some(Kind::Layout(Scheme::TypeId)) => self.write_typeid(trimmed, true, json, out),
+            Some(Kind::Layout(_)) => false,
+            Some(Kind::NanoTsHost) => {
+                matches!(format, None | Some(Format::Dec))
+                    && self.write_nanots_host(trimmed, json, out)
+            }
+            #[cfg(feature = "locality")]
+            Some(Kind::Locality) => match text::parse(trimmed, 128, format) {
+                Ok(value) => self.write_locality(trimmed, value, json, out),
+                Err(_) => false,
+            },
+            #[cfg(not(feature = "locality"))]
+            Some(Kind::Locality) => false,
+            Some(Kind::Uuid4) => {
+                let Ok(value) = text::parse(trimmed, 128, format.or(Some(Format::Uuid))) else {
+                    return false;
+                };
+                if (value >> 76) & 0xF != 4 || value == 0 || value == u128::MAX {
+                    return false;
+                }
+                let canonical = (!json).then(|| text::encode(value, 128, Format::Uuid));
+                self.write_uuid(
+                    trimmed,
+                    bytes_of(&canonical),
+                    Some("uuid4"),
+                    None,
+                    value,
+                    json,
+                    out,
+                )
+            }
+        }
+    }
+
+    /// A UUID of any version, as [`super::inspect_uuid`] reads it (version 7 too), named
+    /// `scheme` when given (uuid4, TypeID), with TypeID's `prefix` first. False where
+    /// `inspect_uuid` fails (a variant other than RFC 9562's, an undefined version).
+    #[allow(clippy::too_many_arguments)]
+    fn write_uuid(
+        &mut self,
+        trimmed: &str,
+        canonical: &[u8],
+        scheme: Option<&str>,
+        prefix: Option<&str>,
+        value: u128,
+        json: bool,
+        out: &mut Vec<u8>,
+    ) -> bool {
+        let version = ((value >> 76) & 0xF) as u8;
+        let variant = ((value >> 62) & 0b11) as u8;
+        let edge = value == 0 || value == u128::MAX;
+        let (own, note): (&str, Option<&str>) = match version {
+            _ if value == 0 => ("uuid-nil", Some(notes::NIL)),
+            _ if value == u128::MAX => ("uuid-max", Some(notes::MAX)),
+            _ if variant != 0b10 => return false,
+            1 => ("uuid-v1", Some(notes::V1)),
+            2 => ("uuid-v2", Some(notes::V2)),
+            3 => ("uuid-v3", Some(notes::V3)),
+            4 => ("uuid-v4", Some(notes::V4)),
+            5 => ("uuid-v5", Some(notes::V5)),
+            6 => ("uuid-v6", Some(notes::V6)),
+            7 => ("uuid-v7", None),
+            8 => ("uuid-v8", None),
+            _ => return false,
+        };
+        // A TypeID names itself as the candidate layout.
+        let layouts: &'static [&'static str] = match (version, prefix.is_some()) {
+            (7 | 8, true) if !edge => &TYPEID_LAYOUTS,
+            (7, false) if !edge => &V7_LAYOUTS,
+            (8, false) if !edge => &V8_LAYOUTS,
+            _ => &[],
+        };
+        let mut e = Emit::new(out, json, &mut self.clock);
+        e.begin(trimmed, canonical, scheme.unwrap_or(own), value);
+        match version {
+            _ if edge => e.when(None, None),
+            1 | 6 => {
+                let ticks = crate::time::gregorian_ticks(value, version);
+                let unix_ns =
+                    (i128::from(ticks) - i128::from(super::GREGORIAN_TO_UNIX_100NS)) * 100;
+                e.when(u128::try_from(unix_ns).ok(), Some(When::Ns(unix_ns, 7)));
+            }
+            7 => {
+                let unix_ns = (value >> 80) * 1_000_000;
+                e.when(Some(unix_ns), Some(When::Ns(unix_ns as i128, 3)));
+            }
+            _ => e.when(None, None),
+        }
+        if let Some(p) = prefix {
+            e.part("prefix", P::Str(p));
+        }
+        if !edge {
+            match version {
+                1 | 6 => {
+                    let ticks = crate::time::gregorian_ticks(value, version);
+                    e.part("timestamp", P::Int(u128::from(ticks)));
+                    e.part("clock_seq", P::Int((value >> 48) & 0x3FFF));
+                    e.part("node", P::Hex(value & 0xFFFF_FFFF_FFFF, 12));
+                }
+                7 => {
+                    e.part("rand_a", P::Hex((value >> 64) & 0xFFF, 3));
+                    e.part("rand_b", P::Hex(value & ((1u128 << 62) - 1), 16));
+                }
+                8 => {
+                    e.part("custom_a", P::Hex(value >> 80, 12));
+                    e.part("custom_b", P::Hex((value >> 64) & 0xFFF, 3));
+                    e.part("custom_c", P::Hex(value & ((1u128 << 62) - 1), 16));
+                }
+                _ => {}
+            }
+            e.part("version", P::Version(version));
+            e.part("variant", P::Variant(variant));
+        }
+        finish(
+            &mut e,
+            &mut self.hint_cache,
+            &mut self.withheld,
+            &*self.rewrite,
+            version,
+            layouts,
+            note,
+        );
+        true
+    }
+
     /// A version 7 UUID read without a scheme: what [`super::inspect_uuid`] makes of it.
     fn write_v7(&mut self, trimmed: &str, value: u128, json: bool, out: &mut Vec<u8>) {
-        let canonical = text::encode(value, 128, Format::Uuid);
-        let mut e = Emit { out, json };
-        e.begin(trimmed, canonical.as_bytes(), "uuid-v7", value);
+        let canonical = (!json).then(|| text::encode(value, 128, Format::Uuid));
+        let mut e = Emit::new(out, json, &mut self.clock);
+        e.begin(trimmed, bytes_of(&canonical), "uuid-v7", value);
         let unix_ns = (value >> 80) * 1_000_000;
         e.when(Some(unix_ns), Some(When::Ns(unix_ns as i128, 3)));
         e.part("rand_a", P::Hex((value >> 64) & 0xFFF, 3));
         e.part("rand_b", P::Hex(value & ((1u128 << 62) - 1), 16));
         e.part("version", P::Version(7));
         e.part("variant", P::Variant(0b10));
-        if self.v7_hint.is_none() {
-            let hint = super::hint_for(Some(7), &V7_LAYOUTS).unwrap_or_default();
-            self.v7_hint = Some((self.rewrite)(&hint));
-        }
-        let hint = self.v7_hint.as_deref().unwrap_or_default();
-        if json {
-            e.end(&V7_LAYOUTS, None, Some(hint));
+        finish(
+            &mut e,
+            &mut self.hint_cache,
+            &mut self.withheld,
+            &*self.rewrite,
+            7,
+            &V7_LAYOUTS,
+            None,
+        );
+    }
+
+    /// TypeID text, as [`super::inspect`] reads it (`named`: the scheme `typeid` was given).
+    fn write_typeid(&mut self, trimmed: &str, named: bool, json: bool, out: &mut Vec<u8>) -> bool {
+        let parsed = match self.format {
+            None | Some(Format::TypeId) => text::parse_typeid(trimmed, trimmed),
+            Some(f) => text::parse(trimmed, 128, Some(f)).map(|v| ("", v)),
+        };
+        let Ok((prefix, value)) = parsed else {
+            return false;
+        };
+        // The prefix passed `parse_typeid`'s checks, which are `TypeIdPrefix::new`'s; the
+        // canonical text is made for text lines only.
+        let canonical = if json {
+            None
         } else {
+            match text::TypeIdPrefix::new(prefix) {
+                Ok(p) => Some(p.encode(value)),
+                Err(_) => return false,
+            }
+        };
+        let canonical = canonical
+            .as_ref()
+            .map_or(&[][..], text::TypeIdText::as_bytes);
+        let v7 = (value >> 76) & 0xF == 7 && (value >> 62) & 0b11 == 0b10;
+        if v7 && named {
+            let Some(fast) = &self.typeid_v7 else {
+                return false;
+            };
+            let Ok((parts, unix_ns)) =
+                super::check_layout_value(trimmed, trimmed, &fast.scheme, &fast.layout, value)
+            else {
+                return false;
+            };
+            let mut e = Emit::new(out, json, &mut self.clock);
+            e.begin(trimmed, canonical, Scheme::TypeId.name(), value);
+            e.when(Some(unix_ns), Some(When::Ns(unix_ns as i128, fast.digits)));
+            e.part("prefix", P::Str(prefix));
+            layout_parts(fast, value, &parts, &mut e);
             e.end::<&str>(&[], None, None);
-            withhold(&mut self.withheld, hint);
+            return true;
         }
+        if self.write_uuid(
+            trimmed,
+            canonical,
+            Some(Scheme::TypeId.name()),
+            Some(prefix),
+            value,
+            json,
+            out,
+        ) {
+            return true;
+        }
+        // A suffix that is no UUID RFC 9562 defines: its version and variant alone.
+        let mut e = Emit::new(out, json, &mut self.clock);
+        e.begin(trimmed, canonical, Scheme::TypeId.name(), value);
+        e.when(None, None);
+        e.part("prefix", P::Str(prefix));
+        e.part("version", P::Version(((value >> 76) & 0xF) as u8));
+        e.part("variant", P::Variant(((value >> 62) & 0b11) as u8));
+        e.end::<&str>(&[], None, None);
+        true
+    }
+
+    /// KSUID text, as [`super::inspect`] reads it (`named`: the scheme `ksuid` was given).
+    fn write_ksuid(&mut self, trimmed: &str, named: bool, json: bool, out: &mut Vec<u8>) -> bool {
+        let Some(k) = ksuid::parse_fast(trimmed) else {
+            return false;
+        };
+        let bytes = k.as_bytes();
+        // 27 base62 digits of a value below 62^27: the text is the only one of its value, so
+        // it is its canonical text (what `Ksuid::encode` would write again).
+        let canonical = trimmed;
+        let payload = k.payload_u128();
+        let seconds = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+        let unix_ns = u128::from(k.unix_seconds()) * 1_000_000_000;
+        let mut e = Emit::new(out, json, &mut self.clock);
+        if e.json {
+            e.out.extend_from_slice(b"{\"id\":");
+            json_str(e.out, trimmed);
+            e.out
+                .extend_from_slice(b",\"scheme\":\"ksuid\",\"value\":\"");
+            push_wide_decimal(e.out, seconds, payload);
+            e.out.push(b'"');
+        } else {
+            e.begin(trimmed, canonical.as_bytes(), Scheme::Ksuid.name(), 0);
+        }
+        e.when(Some(unix_ns), Some(When::Ns(unix_ns as i128, 0)));
+        e.part("timestamp", P::Int(u128::from(seconds)));
+        e.part("payload", P::HexUpper(payload));
+        if named {
+            e.part("counter", P::Int(payload >> 96));
+            e.part("random", P::Hex(payload & ((1u128 << 96) - 1), 0));
+        }
+        e.end::<&str>(&[], None, None);
+        true
+    }
+
+    /// A nanots-host value, as [`super::inspect_nanots_host`] reads it.
+    fn write_nanots_host(&mut self, trimmed: &str, json: bool, out: &mut Vec<u8>) -> bool {
+        let Some((digits, frac)) = self.nanots_host else {
+            return false;
+        };
+        let Ok(value) = nanots::decode_text_or_int(trimmed) else {
+            return false;
+        };
+        let (unix_ns, host) = nanots::HostDigits::decode(value, digits);
+        let mut canonical = itoa::Buffer::new();
+        let canonical = canonical.format(value);
+        let mut e = Emit::new(out, json, &mut self.clock);
+        e.begin(
+            trimmed,
+            canonical.as_bytes(),
+            "nanots-host",
+            u128::from(value),
+        );
+        e.when(
+            Some(u128::from(unix_ns)),
+            Some(When::Ns(i128::from(unix_ns), frac)),
+        );
+        e.part("host", P::Int(u128::from(host)));
+        e.end::<&str>(&[], None, None);
+        true
+    }
+
+    /// A Locality UUID, as [`super::inspect_locality`] reads it.
+    #[cfg(feature = "locality")]
+    fn write_locality(
+        &mut self,
+        trimmed: &str,
+        value: u128,
+        json: bool,
+        out: &mut Vec<u8>,
+    ) -> bool {
+        let id = LocalityUuid::from_u128(value);
+        let (Ok(ms), Ok(counter), Ok(pid), Ok(mac)) =
+            (id.unix_ms(), id.counter_reversed(), id.pid(), id.mac())
+        else {
+            return false;
+        };
+        let canonical = (!json).then(|| text::encode(value, 128, Format::Uuid));
+        let unix_ns = u128::from(ms) * 1_000_000;
+        let mut e = Emit::new(out, json, &mut self.clock);
+        e.begin(trimmed, bytes_of(&canonical), locality::NAME, value);
+        e.when(Some(unix_ns), Some(When::Ns(unix_ns as i128, 3)));
+        e.part("counter", P::Int(u128::from(counter)));
+        e.part("pid", P::Int(u128::from(pid)));
+        e.part("mac", P::Hex(u128::from(mac), 7));
+        e.part("version", P::Version(id.version()));
+        e.end::<&str>(&[], None, None);
+        true
     }
 
     fn write_decoded(&mut self, d: &Decoded, json: bool, out: &mut Vec<u8>) {
-        let mut e = Emit { out, json };
+        let mut e = Emit::new(out, json, &mut self.clock);
         match &d.wide {
             // Wider than 128 bits (a KSUID): its value from all its bytes.
             Some(b) => e.begin_wide(
@@ -250,11 +587,116 @@ impl Inspector {
     }
 }
 
+/// The candidate layouts of TypeID text whose suffix is a version 7 or 8 UUID.
+const TYPEID_LAYOUTS: [&str; 1] = ["typeid"];
+
+/// What [`super::inspect_uuid`] says of the UUID versions that hold no time to read, or
+/// another layout's (the same words: a test compares the lines).
+mod notes {
+    pub const NIL: &str =
+        "the nil UUID (RFC 9562 section 5.9): all 128 bits zero; no version, no time";
+    pub const MAX: &str =
+        "the max UUID (RFC 9562 section 5.10): all 128 bits one; no version, no time";
+    pub const V1: &str = "time-based (RFC 9562 section 5.1): 100 ns since 1582-10-15, clock_seq, node (a MAC address or random)";
+    pub const V2: &str = "DCE security (RFC 9562 section 5.2 leaves it to DCE 1.1): a local domain id replaces part of the time, so no time is read";
+    pub const V3: &str = "name-based, MD5 (RFC 9562 section 5.3): a hash of a namespace and a name, which cannot be read back; no time";
+    pub const V4: &str = "random (RFC 9562 section 5.4): 122 random bits; no time, no order";
+    pub const V5: &str = "name-based, SHA-1 (RFC 9562 section 5.5): a hash of a namespace and a name, which cannot be read back; no time";
+    pub const V6: &str =
+        "time-ordered (RFC 9562 section 5.6): version 1's fields with the time's bits in order";
+}
+
+/// Ends a line with its layouts, note and hint: in JSON, the hint on the line; in text, the
+/// hint counted once for [`Inspector::hints`]. Each hint is made and rewritten once.
+fn finish(
+    e: &mut Emit<'_>,
+    cache: &mut Vec<CachedHint>,
+    withheld: &mut Vec<(String, u64)>,
+    rewrite: &(dyn Fn(&str) -> String + Send + Sync),
+    version: u8,
+    layouts: &'static [&'static str],
+    note: Option<&str>,
+) {
+    if layouts.is_empty() {
+        e.end::<&str>(&[], note, None);
+        return;
+    }
+    let at = match cache
+        .iter()
+        .position(|h| h.version == version && std::ptr::eq(h.layouts, layouts))
+    {
+        Some(at) => at,
+        None => {
+            let hint = rewrite(&super::hint_for(Some(version), layouts).unwrap_or_default());
+            let mut json_tail = Vec::new();
+            let mut clock = SecondCache::new();
+            Emit {
+                out: &mut json_tail,
+                json: true,
+                clock: &mut clock,
+            }
+            .end(layouts, None, Some(&hint));
+            cache.push(CachedHint {
+                version,
+                layouts,
+                text: hint,
+                json_tail,
+                withheld_at: None,
+            });
+            cache.len() - 1
+        }
+    };
+    let h = &mut cache[at];
+    if e.json {
+        match note {
+            None => e.out.extend_from_slice(&h.json_tail),
+            Some(_) => e.end(layouts, note, Some(&h.text)),
+        }
+        return;
+    }
+    e.end::<&str>(&[], note, None);
+    match h.withheld_at {
+        Some(i) => withheld[i].1 += 1,
+        None => {
+            withhold(withheld, &h.text);
+            h.withheld_at = withheld.iter().position(|(t, _)| *t == h.text);
+        }
+    }
+}
+
+/// The canonical text of an id, made for text lines only (JSON objects do not carry it).
+fn bytes_of(canonical: &Option<text::Text>) -> &[u8] {
+    canonical.as_ref().map_or(&[], text::Text::as_bytes)
+}
+
 /// Counts a hint kept back from a text line.
 fn withhold(list: &mut Vec<(String, u64)>, hint: &str) {
     match list.iter_mut().find(|(h, _)| h == hint) {
         Some((_, n)) => *n += 1,
         None => list.push((hint.to_string(), 1)),
+    }
+}
+
+impl Fast {
+    fn of(s: &Scheme) -> Fast {
+        let layout = s.layout();
+        let node_name = if layout.node.width() == 0 {
+            NodeName::None
+        } else {
+            match s {
+                Scheme::UProtocolV8 => NodeName::RandB,
+                Scheme::NanoTs => NodeName::Tag,
+                _ => NodeName::Node,
+            }
+        };
+        Fast {
+            digits: digits_for_tick(layout.tick_ns),
+            canonical: s.default_format(),
+            uuid: s.uuid_version().is_some(),
+            scheme: s.clone(),
+            layout,
+            node_name,
+        }
     }
 }
 
@@ -264,15 +706,21 @@ fn write_layout(
     input: &str,
     trimmed: &str,
     format: Option<Format>,
-    json: bool,
-    out: &mut Vec<u8>,
+    e: &mut Emit<'_>,
 ) -> Result<(), Error> {
     let layout = &fast.layout;
     let (value, parts, unix_ns) = layout_fields(input, trimmed, &fast.scheme, layout, format)?;
-    let canonical = text::encode(value, layout.bits, fast.canonical);
-    let mut e = Emit { out, json };
-    e.begin(trimmed, canonical.as_bytes(), fast.scheme.name(), value);
+    let canonical = (!e.json).then(|| text::encode(value, layout.bits, fast.canonical));
+    e.begin(trimmed, bytes_of(&canonical), fast.scheme.name(), value);
     e.when(Some(unix_ns), Some(When::Ns(unix_ns as i128, fast.digits)));
+    layout_parts(fast, value, &parts, e);
+    e.end::<&str>(&[], None, None);
+    Ok(())
+}
+
+/// A layout scheme's parts, in the order [`Decoded::parts`] gives them.
+fn layout_parts(fast: &Fast, value: u128, parts: &crate::layout::Parts, e: &mut Emit<'_>) {
+    let layout = &fast.layout;
     match fast.node_name {
         NodeName::None => {}
         NodeName::Node => e.part("node", P::Int(parts.node)),
@@ -289,8 +737,6 @@ fn write_layout(
         e.part("version", P::Version(((value >> 76) & 0xF) as u8));
         e.part("variant", P::Variant(((value >> 62) & 0b11) as u8));
     }
-    e.end::<&str>(&[], None, None);
-    Ok(())
 }
 
 /// A part's value as the writer shows it.
@@ -301,6 +747,8 @@ enum P<'a> {
     Hex(u128, usize),
     /// Text as it is: always a string.
     Str(&'a str),
+    /// 32 uppercase hex digits (a KSUID's payload): always a string.
+    HexUpper(u128),
     /// A UUID version: hex in text, a number in JSON.
     Version(u8),
     /// The variant bits as `0b10`: always a string.
@@ -317,9 +765,17 @@ enum When<'a> {
 struct Emit<'a> {
     out: &'a mut Vec<u8>,
     json: bool,
+    clock: &'a mut SecondCache,
 }
 
-impl Emit<'_> {
+impl<'a> Emit<'a> {
+    fn new(out: &'a mut Vec<u8>, json: bool, clock: &'a mut SecondCache) -> Emit<'a> {
+        // One line fits: no growth while it is written.
+        out.reserve(384);
+        Emit { out, json, clock }
+    }
+
+    #[inline]
     fn begin(&mut self, input: &str, canonical: &[u8], scheme: &str, value: u128) {
         if self.json {
             self.out.extend_from_slice(b"{\"id\":");
@@ -350,10 +806,12 @@ impl Emit<'_> {
         }
     }
 
+    #[inline]
     fn when(&mut self, unix_ns: Option<u128>, time: Option<When<'_>>) {
-        let time_text = |out: &mut Vec<u8>, t: &When<'_>| match t {
+        let clock = &mut *self.clock;
+        let mut time_text = |out: &mut Vec<u8>, t: &When<'_>| match t {
             When::Text(s) => out.extend_from_slice(s.as_bytes()),
-            When::Ns(ns, digits) => write_unix_ns(out, *ns, *digits),
+            When::Ns(ns, digits) => clock.write(out, *ns, *digits),
         };
         if self.json {
             if let Some(ns) = unix_ns {
@@ -379,11 +837,24 @@ impl Emit<'_> {
         }
     }
 
+    /// A part: its key (a literal at every call, so its copy is inlined as a few moves) and
+    /// its value.
+    #[inline(always)]
     fn part(&mut self, key: &str, p: P<'_>) {
         if self.json {
             self.out.extend_from_slice(b",\"");
             self.out.extend_from_slice(key.as_bytes());
             self.out.extend_from_slice(b"\":");
+        } else {
+            self.out.push(b' ');
+            self.out.extend_from_slice(key.as_bytes());
+            self.out.push(b'=');
+        }
+        self.value(p);
+    }
+
+    fn value(&mut self, p: P<'_>) {
+        if self.json {
             match p {
                 P::Int(n) if n <= 1 << 53 => push_u128(self.out, n),
                 P::Int(n) => {
@@ -397,6 +868,11 @@ impl Emit<'_> {
                     self.out.push(b'"');
                 }
                 P::Str(s) => json_str(self.out, s),
+                P::HexUpper(v) => {
+                    self.out.push(b'"');
+                    push_hex_upper(self.out, v);
+                    self.out.push(b'"');
+                }
                 P::Version(v) => push_u128(self.out, u128::from(v)),
                 P::Variant(v) => {
                     self.out.push(b'"');
@@ -405,13 +881,11 @@ impl Emit<'_> {
                 }
             }
         } else {
-            self.out.push(b' ');
-            self.out.extend_from_slice(key.as_bytes());
-            self.out.push(b'=');
             match p {
                 P::Int(n) => push_u128(self.out, n),
                 P::Hex(v, width) => push_hex(self.out, v, width),
                 P::Str(s) => self.out.extend_from_slice(s.as_bytes()),
+                P::HexUpper(v) => push_hex_upper(self.out, v),
                 P::Version(v) => push_hex(self.out, u128::from(v), 0),
                 P::Variant(v) => push_variant(self.out, v),
             }
@@ -447,6 +921,7 @@ impl Emit<'_> {
     }
 }
 
+#[inline]
 fn push_u128(out: &mut Vec<u8>, n: u128) {
     let mut buf = itoa::Buffer::new();
     let s = match u64::try_from(n) {
@@ -457,20 +932,114 @@ fn push_u128(out: &mut Vec<u8>, n: u128) {
 }
 
 /// Lowercase hex of `v`, zero-padded to `width` digits (`{v:0width$x}`).
+#[inline]
 fn push_hex(out: &mut Vec<u8>, v: u128, width: usize) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let digits = (128 - v.leading_zeros()).div_ceil(4).max(1) as usize;
-    let n = digits.max(width);
-    let start = out.len();
-    out.resize(start + n, b'0');
+    if width > 32 {
+        out.extend(std::iter::repeat_n(b'0', width - 32));
+    }
+    let n = digits.max(width).min(32);
+    let mut buf = [b'0'; 32];
     let mut v = v;
-    for slot in out[start..].iter_mut().rev().take(digits) {
+    for slot in buf.iter_mut().rev().take(digits) {
         *slot = HEX[(v & 0xF) as usize];
         v >>= 4;
+    }
+    out.extend_from_slice(&buf[32 - n..]);
+}
+
+/// The 32 uppercase hex digits of `v`.
+fn push_hex_upper(out: &mut Vec<u8>, v: u128) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let mut buf = [0u8; 32];
+    for (i, slot) in buf.iter_mut().enumerate() {
+        *slot = HEX[((v >> (124 - 4 * i)) & 0xF) as usize];
+    }
+    out.extend_from_slice(&buf);
+}
+
+/// The decimal text of the 160-bit number `hi` (top 32 bits) and `lo`: one division by
+/// 10^19 leaves a quotient that fits 128 bits.
+fn push_wide_decimal(out: &mut Vec<u8>, hi: u32, lo: u128) {
+    const TEN19: u64 = 10_000_000_000_000_000_000;
+    if hi == 0 {
+        push_u128(out, lo);
+        return;
+    }
+    // Long division of the limbs [hi, lo >> 64, lo & u64::MAX] by 10^19.
+    let mut rem = 0u128;
+    let mut quotient = [0u64; 3];
+    for (q, limb) in quotient
+        .iter_mut()
+        .zip([u64::from(hi), (lo >> 64) as u64, lo as u64])
+    {
+        let cur = (rem << 64) | u128::from(limb);
+        *q = (cur / u128::from(TEN19)) as u64;
+        rem = cur % u128::from(TEN19);
+    }
+    // The quotient is below 2^160 / 10^19 < 2^97: its top limb is 0 or 1 bit wide.
+    let q =
+        (u128::from(quotient[0]) << 64 | u128::from(quotient[1])) << 64 | u128::from(quotient[2]);
+    push_u128(out, q);
+    let mut buf = itoa::Buffer::new();
+    let r = buf.format(rem as u64);
+    out.extend(std::iter::repeat_n(b'0', 19 - r.len()));
+    out.extend_from_slice(r.as_bytes());
+}
+
+impl SecondCache {
+    fn new() -> SecondCache {
+        SecondCache {
+            secs: 0,
+            text: [0; 19],
+            valid: false,
+        }
+    }
+
+    /// A time as [`write_unix_ns`] writes it; the date and clock of its second are made once
+    /// for the run of ids in that second.
+    fn write(&mut self, out: &mut Vec<u8>, ns: i128, digits: u32) {
+        // 1970 to 2554 (64 bits of nanoseconds): four-digit years, the common case.
+        let Ok(ns) = u64::try_from(ns) else {
+            write_unix_ns(out, ns, digits);
+            return;
+        };
+        if digits > 9 {
+            write_unix_ns(out, i128::from(ns), digits);
+            return;
+        }
+        let secs = ns / 1_000_000_000;
+        if !self.valid || self.secs != secs {
+            let mut t = Vec::with_capacity(24);
+            write_unix_ns(&mut t, i128::from(secs) * 1_000_000_000, 0);
+            if t.len() != 20 {
+                write_unix_ns(out, i128::from(ns), digits);
+                return;
+            }
+            self.text.copy_from_slice(&t[..19]);
+            self.secs = secs;
+            self.valid = true;
+        }
+        let mut buf = [0u8; 31];
+        buf[..19].copy_from_slice(&self.text);
+        let mut len = 19;
+        if digits > 0 {
+            buf[19] = b'.';
+            let mut frac = (ns % 1_000_000_000) / 10u64.pow(9 - digits);
+            for slot in buf[20..20 + digits as usize].iter_mut().rev() {
+                *slot = b'0' + (frac % 10) as u8;
+                frac /= 10;
+            }
+            len = 20 + digits as usize;
+        }
+        buf[len] = b'Z';
+        out.extend_from_slice(&buf[..=len]);
     }
 }
 
 /// `0b` and the two variant bits.
+#[inline]
 fn push_variant(out: &mut Vec<u8>, v: u8) {
     out.extend_from_slice(b"0b");
     out.push(b'0' + ((v >> 1) & 1));
@@ -478,6 +1047,7 @@ fn push_variant(out: &mut Vec<u8>, v: u8) {
 }
 
 /// A time in nanoseconds as JSON: a number while it fits 64 bits, a decimal string beyond.
+#[inline]
 fn json_nanos(out: &mut Vec<u8>, n: u128) {
     if u64::try_from(n).is_ok() {
         push_u128(out, n);
@@ -493,7 +1063,11 @@ fn json_nanos(out: &mut Vec<u8>, n: u128) {
 fn json_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
     let bytes = s.as_bytes();
-    if !bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\') {
+    // No early exit: the whole scan is a few vector compares.
+    let plain = !bytes.iter().fold(false, |bad, &b| {
+        bad | (b < 0x20) | (b == b'"') | (b == b'\\')
+    });
+    if plain {
         out.extend_from_slice(bytes);
     } else {
         const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -531,10 +1105,62 @@ mod tests {
             (0xabc, 16),
             (u128::MAX, 0),
             (1, 12),
+            (5, 40),
+            (u128::MAX, 40),
+            (u128::MAX >> 3, 32),
         ] {
             let mut out = Vec::new();
             push_hex(&mut out, v, w);
             assert_eq!(String::from_utf8(out).unwrap(), format!("{v:0w$x}"));
+        }
+    }
+
+    #[test]
+    fn wide_decimal_matches_the_byte_division() {
+        let mut x = 0x9E37_79B9_7F4A_7C15_u64;
+        let mut cases = vec![(0u32, 0u128), (0, u128::MAX), (u32::MAX, u128::MAX), (1, 0)];
+        for _ in 0..1000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            cases.push((
+                (x >> 32) as u32,
+                u128::from(x) * u128::from(x.rotate_left(17)),
+            ));
+        }
+        for (hi, lo) in cases {
+            let mut bytes = hi.to_be_bytes().to_vec();
+            bytes.extend_from_slice(&lo.to_be_bytes());
+            let mut out = Vec::new();
+            push_wide_decimal(&mut out, hi, lo);
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                super::super::wide_decimal(&bytes)
+            );
+        }
+    }
+
+    #[test]
+    fn times_from_the_second_cache_match_write_unix_ns() {
+        let mut cache = SecondCache::new();
+        let mut ns = 1_700_000_000_123_456_789i128;
+        for step in [
+            0,
+            1,
+            999_999_999,
+            1,
+            86_400_000_000_000,
+            -3,
+            i128::from(u64::MAX),
+            -1,
+        ] {
+            ns += step;
+            for digits in [0, 2, 3, 7, 9] {
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                cache.write(&mut a, ns, digits);
+                write_unix_ns(&mut b, ns, digits);
+                assert_eq!(a, b, "{ns} {digits}");
+            }
         }
     }
 
