@@ -120,10 +120,30 @@ const SETTINGS: [(&str, &str); 9] = [
     ("for the fixed clock (`at`)", "for --at"),
 ];
 
+/// Library setting names to what `idforge serve` takes instead, where it differs from
+/// [`SETTINGS`] (serve names no state file: it makes one per scheme in its state directory).
+const SERVE_SETTINGS: [(&str, &str); 1] = [(
+    "(`StateOptions::path`)",
+    "(IDFORGE_STATE_DIR, or --in-process)",
+)];
+
+/// Set by `idforge serve`: messages then name serve's settings ([`SERVE_SETTINGS`]).
+static SERVING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Says that this process serves, for [`flagify`].
+pub fn serving() {
+    SERVING.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// Rewrites a library message for the command line: the settings in [`SETTINGS`], and
 /// ``format `hex` `` / ``scheme `uuid7` `` as `--format hex` / `--scheme uuid7`.
 pub fn flagify(msg: &str) -> String {
     let mut s = msg.to_string();
+    if SERVING.load(std::sync::atomic::Ordering::Relaxed) {
+        for (from, to) in SERVE_SETTINGS {
+            s = s.replace(from, to);
+        }
+    }
     for (from, to) in SETTINGS {
         s = s.replace(from, to);
     }
@@ -165,6 +185,18 @@ mod tests {
             "pass --format dec or --format hex; --scheme uuid7"
         );
         assert_eq!(flagify("the format `a b` stays"), "the format `a b` stays");
+    }
+
+    #[test]
+    fn serve_names_its_state_directory_not_gens_state_flag() {
+        // (Other tests in this process are unaffected: no other message of theirs names a
+        // state path.)
+        serving();
+        let m = flagify(
+            "cannot open: Permission denied. Choose a writable location (`StateOptions::path`)",
+        );
+        assert!(m.contains("(IDFORGE_STATE_DIR, or --in-process)"), "{m}");
+        assert!(!m.contains("--state PATH"), "{m}");
     }
 
     #[test]

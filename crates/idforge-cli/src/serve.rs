@@ -140,6 +140,7 @@ pub fn after_help() -> String {
 
 /// Runs `idforge serve` until SIGTERM or SIGINT.
 pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
+    crate::failure::serving();
     let flags = Settings {
         listen: a.listen,
         schemes: a.schemes,

@@ -479,6 +479,17 @@ fn a_state_file_shared_on_purpose_is_served_with_state_mode_and_refused_without(
     );
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("is not permission bits"), "{err}");
+    for (mode, says) in [
+        ("+660", "is not permission bits"),
+        ("6600", "is not permission bits"),
+        ("000", "read and write its own"),
+        ("460", "read and write its own"),
+        ("666", "every user write"),
+    ] {
+        let (code, err) = refused(&d, &["--schemes", "uuid7", "--state-mode", mode], &[]);
+        assert_eq!(code, Some(2), "{mode}: {err}");
+        assert!(err.contains(says), "{mode}: {err}");
+    }
     let (code, err) = refused(
         &d,
         &["--schemes", "uuid7", "--in-process", "--state-mode", "660"],

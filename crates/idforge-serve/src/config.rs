@@ -514,17 +514,33 @@ impl Settings {
                 "listen address {listen:?} is not IP:PORT (e.g. 127.0.0.1:7470 or 0.0.0.0:7470)"
             )
         })?;
-        let state_mode = match self.state_mode.as_deref().map(str::trim) {
+        let state_mode = match self.state_mode.as_deref() {
             None => None,
-            Some(m) => match u32::from_str_radix(m.trim_start_matches("0o"), 8) {
-                Ok(mode) if mode <= 0o777 && !m.is_empty() => {
-                    if self.in_process == Some(true) {
-                        bail!("state mode {m:?} applies to state files, which --in-process does not use: leave one of them out");
-                    }
-                    Some(mode)
+            Some(m) => {
+                let digits = m.strip_prefix("0o").unwrap_or(m);
+                let mode = u32::from_str_radix(digits, 8)
+                    .ok()
+                    .filter(|&mode| {
+                        (1..=4).contains(&digits.len())
+                            && digits.bytes().all(|b| (b'0'..=b'7').contains(&b))
+                            && mode <= 0o777
+                    })
+                    .ok_or_else(|| {
+                        anyhow::anyhow!(
+                            "state mode {m:?} is not permission bits: use octal, e.g. 600 or 660"
+                        )
+                    })?;
+                if mode & 0o600 != 0o600 {
+                    bail!("state mode {m:?} does not let this user read and write its own state files: give the owner rw, e.g. 600 or 660");
                 }
-                _ => bail!("state mode {m:?} is not permission bits: use octal, e.g. 600 or 660"),
-            },
+                if mode & 0o002 != 0 {
+                    bail!("state mode {m:?} lets every user write the state files, and anyone who can write them can make this service issue duplicate ids: share them with a group instead (660)");
+                }
+                if self.in_process == Some(true) {
+                    bail!("state mode {m:?} applies to state files, which --in-process does not use: leave one of them out");
+                }
+                Some(mode)
+            }
         };
         let max_count = self.max_count.unwrap_or(DEFAULT_MAX_COUNT);
         if max_count == 0 {
