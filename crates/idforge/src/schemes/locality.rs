@@ -45,16 +45,12 @@
 //!
 //! Mode switches, [`LocalityGenerator::use_sequential`] and [`LocalityGenerator::use_variable`]:
 //!
-//! * counter and mode live in one `AtomicU64`, `position << 32 | mode`, so a switch is a single
+//! * counter and mode live in one `AtomicU64` (`counter << 32 | mode`), so a switch is a single
 //!   atomic swap, and every id's encoding follows the mode in force at the instant
 //!   of its `fetch_add`;
-//! * every id adds one to the position, whatever the mode, and the counter is a function of
-//!   position and mode: `position × PRIME` (mod 2^32) in variable mode, the position itself in
-//!   sequential mode. One more position is `PRIME` more counter in the one and 1 more in the
-//!   other, and since `PRIME` is odd both functions are bijections: distinct positions of one mode
-//!   are distinct counter values. So an id is one `fetch_add` on the generator's shared word and
-//!   nothing else on it (no read of the mode before it): with two threads on one generator the
-//!   word's cache line moves between cores once per id, not twice;
+//! * the step is chosen from a relaxed load just before that `fetch_add`, so an id racing a switch
+//!   may step by the other mode's amount (once per thread at most). Its counter value is still one
+//!   no other id of this generator holds;
 //! * switching to sequential mode while already in it does nothing; switching from variable mode
 //!   reseeds from the current 10-minute bucket (as the original does), except that re-entering
 //!   sequential mode within a bucket this generator already seeded continues after the last
@@ -69,26 +65,10 @@
 //! Switches are serialised by a lock in the generator's fork-shared page (so also across a
 //! `fork()`); [`LocalityGenerator::next`] never takes it.
 //!
-//! # Threads: blocks of positions
-//!
-//! A thread takes [`BLOCK`] (64) positions at a time with one `fetch_add` of the shared word and
-//! issues them from a thread-local block, so threads sharing a generator write its cache line
-//! once per 64 ids instead of on every id (with a write per id, two threads made 0.55–0.58× the
-//! ids per second of one). What a thread alone sees is unchanged: every id is the previous one
-//! plus `PRIME` (or 1), across milliseconds and mode switches, and
-//! [`counter`](LocalityGenerator::counter) is its last id's. With several threads, each thread's
-//! ids step so within its block, and the blocks interleave; every 64-id block still covers the
-//! 16 first characters four times each. A block is dropped on a mode switch (the switching
-//! thread's unused positions go back), in a forked child (the parent owns it), when its thread
-//! turns to another generator, and in a new millisecond if another thread has reserved since.
-//!
 //! # Uniqueness
 //!
-//! Two ids differ if they differ in millisecond, process id, MAC fragment or counter. Every
-//! position is reserved once, by one thread, which issues it once; counters repeat only 2^32
-//! positions apart, and a block issues ids in a millisecond only if it was reserved in it or was
-//! still the last block reserved at some moment of it, so a repeat within a millisecond would
-//! take 2^26 reservations in that millisecond (one `fetch_add` costs nanoseconds). The
+//! Two ids differ if they differ in millisecond, process id, MAC fragment or counter. A generator
+//! issues fewer than 2^32 ids per millisecond, so its counter does not repeat within one. The
 //! argument holds for processes only if **no two processes share both a pid (mod 65,536) and the
 //! last 28 bits of a MAC address**, and within a process only for **one generator**: two
 //! generators with the same pid and MAC fragment can issue the same id in the same millisecond (in
@@ -163,7 +143,6 @@
 //! (on the command line: `--pid`, `--mac` or `IDFORGE_PID`, `IDFORGE_MAC`). That gives 2^44
 //! distinct generators.
 
-use std::cell::Cell;
 use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
@@ -196,47 +175,10 @@ pub const TIME_BITS: u32 = 48;
 pub const BUCKET_MS: u64 = 600_000;
 
 const MS_MASK: u128 = (1 << TIME_BITS) - 1;
-/// Mode bit in the generator's state word; the counter's *position* sits in the 63 bits above
-/// it, so adding `n << 1` moves the position and never touches the mode.
+/// Mode bit in the generator's state word; the counter sits in the high 32 bits, so adding
+/// `step << 32` wraps the counter modulo 2^32 and never touches the mode.
 const SEQUENTIAL_BIT: u64 = 1;
-const POSITION_SHIFT: u32 = 1;
-/// How many positions (ids) a thread reserves from the shared state word at a time: a multiple
-/// of 16, so a block's ids spread evenly over the 16 values of the first hex character.
-pub const BLOCK: u64 = 64;
-
-/// The inverse of [`PRIME`] modulo 2^32 (it has one because it is odd): Newton's iteration
-/// `x <- x * (2 - PRIME * x)` doubles the number of correct low bits each round, and any odd
-/// number is its own inverse modulo 8, so four rounds give 48 > 32 bits.
-const PRIME_INVERSE: u32 = {
-    let mut x = PRIME;
-    let mut round = 0;
-    while round < 4 {
-        x = x.wrapping_mul(2u32.wrapping_sub(PRIME.wrapping_mul(x)));
-        round += 1;
-    }
-    x
-};
-const _: () = assert!(PRIME.wrapping_mul(PRIME_INVERSE) == 1);
-
-/// The counter value at a position of the state word: variable mode's counter is
-/// `position * PRIME` (so one position more is `PRIME` more), sequential mode's is the position.
-/// Both are bijections of the 2^32 values, so distinct positions of one mode are distinct counters.
-#[inline]
-const fn counter_at(position: u32, mode: CounterMode) -> u32 {
-    match mode {
-        CounterMode::Variable => position.wrapping_mul(PRIME),
-        CounterMode::Sequential => position,
-    }
-}
-
-/// The position whose counter value is `counter` (the inverse of [`counter_at`]).
-#[inline]
-const fn position_of(counter: u32, mode: CounterMode) -> u32 {
-    match mode {
-        CounterMode::Variable => counter.wrapping_mul(PRIME_INVERSE),
-        CounterMode::Sequential => counter,
-    }
-}
+const COUNTER_SHIFT: u32 = 32;
 
 /// How a generator steps and writes its counter.
 ///
@@ -742,81 +684,16 @@ const fn middle(pid: u16, mac_fragment: u32) -> u128 {
         | (((mac_fragment & MAX_MAC_FRAGMENT) as u128) << 48)
 }
 
-/// The words of a generator's fork-shared page. The state word: `position << 1 | mode`, the
-/// position a 63-bit count (the counter is its low 32 bits through [`counter_at`]).
+/// The words of a generator's fork-shared page.
 const W_STATE: usize = 0;
 /// The 10-minute bucket (Unix ms / [`BUCKET_MS`]) last seeded, plus one (0: none yet).
 const W_BUCKET: usize = 1;
-/// The position (sequential mode's counter is its low 32 bits) when sequential mode was last left.
+/// The counter when sequential mode was last left.
 const W_RESUME: usize = 2;
 /// The switch lock: 0 when free, else the process id of the holder.
 const W_LOCK: usize = 3;
-/// The position when variable mode was last left.
+/// The counter when variable mode was last left.
 const W_VAR_RESUME: usize = 4;
-/// How many mode switches there have been: a thread's block is used only in the epoch it was
-/// reserved in. Read on every id, written only by switches, so it sits 256 bytes away from the
-/// state word that reservations write (out of the state word's cache line and of the pair of
-/// lines a prefetcher may fetch together).
-const W_EPOCH: usize = 32;
-
-/// The process's next generator number: tells a thread's block which generator it belongs to.
-static NEXT_GENERATOR: AtomicU64 = AtomicU64::new(1);
-
-/// Positions a thread reserved from one generator's state word with one `fetch_add` and issues
-/// one by one: `next..end` are left, `end - 1` was the state word's position right after the
-/// reservation. One `Cell` per field, so an id reads and writes only the words it needs (copying
-/// the whole block in and out of one `Cell` cost a store-forwarding stall per id).
-struct ThreadBlock {
-    /// The generator's number (0: none).
-    generator: Cell<u64>,
-    /// The process's fork generation when reserved: a forked child drops the block it inherited
-    /// (the parent owns it).
-    fork: Cell<u64>,
-    /// [`W_EPOCH`] when reserved: a mode switch drops every thread's block.
-    epoch: Cell<u64>,
-    /// The millisecond of the block's last id.
-    ms: Cell<u64>,
-    next: Cell<u64>,
-    end: Cell<u64>,
-    mode: Cell<CounterMode>,
-}
-
-impl ThreadBlock {
-    const fn none() -> ThreadBlock {
-        ThreadBlock {
-            generator: Cell::new(0),
-            fork: Cell::new(0),
-            epoch: Cell::new(0),
-            ms: Cell::new(0),
-            next: Cell::new(0),
-            end: Cell::new(0),
-            mode: Cell::new(CounterMode::Variable),
-        }
-    }
-
-    /// Whether this is a block of generator `number`, reserved in this epoch and process, whose
-    /// last reserved position is `position` in `mode`: then it was the last block reserved.
-    fn ends_at(
-        &self,
-        number: u64,
-        epoch: u64,
-        fork: u64,
-        position: u64,
-        mode: CounterMode,
-    ) -> bool {
-        self.generator.get() == number
-            && self.epoch.get() == epoch
-            && self.fork.get() == fork
-            && self.mode.get() == mode
-            && self.end.get().wrapping_sub(1) == position
-    }
-}
-
-thread_local! {
-    /// This thread's block of the generator it used last (one generator at a time: a thread
-    /// alternating between two generators reserves anew at every change).
-    static THREAD_BLOCK: ThreadBlock = const { ThreadBlock::none() };
-}
 
 /// Holds the switch lock of a generator's shared page; released on drop.
 struct SwitchLock<'a>(&'a AtomicU64);
@@ -856,7 +733,7 @@ impl Drop for SwitchLock<'_> {
     }
 }
 
-/// Makes Locality UUIDs: one `fetch_add` per id, no lock. Share it between
+/// Makes Locality UUIDs: one relaxed load and one `fetch_add` per id, no lock. Share it between
 /// threads (`&` or `Arc`); make one per process ([`shared`]) unless you give each its own pid or
 /// MAC fragment.
 ///
@@ -877,13 +754,10 @@ impl Drop for SwitchLock<'_> {
 pub struct LocalityGenerator<C: Clock = SystemClock> {
     clock: C,
     /// A page a forked child shares with its parent (a private copy of the counter would let
-    /// both issue the same ids): word 0 is `position << 1 | mode` (the counter is a function of
-    /// both, [`counter_at`]), one word so each block's positions and mode come from one atomic
-    /// read-modify-write; then the sequential-mode bucket, the resume values, the switch lock and
-    /// (on a line of its own) the switch epoch.
+    /// both issue the same ids): word 0 is `counter << 32 | mode`, one word so each id's counter
+    /// value and mode come from one atomic read-modify-write; then the sequential-mode bucket,
+    /// the resume value and the switch lock.
     words: SharedWords,
-    /// This generator's number in the process, which thread blocks are tagged with.
-    number: u64,
     /// Bytes 4 to 9, the same in every id.
     middle: u128,
     pid: u16,
@@ -966,22 +840,13 @@ impl<C: Clock> LocalityGenerator<C> {
         counter: u32,
         sequential: bool,
     ) -> Result<Self, Error> {
-        // A forked child must drop the thread block it inherited: it learns of the fork through
-        // the fork generation, counted by this handler.
-        if !crate::shm::watch_forks() {
-            return Err(Error::InvalidLayout(
-                "cannot register the fork handler (pthread_atfork failed: out of memory); a forked child could repeat a block of its parent's locality ids, so no generator is made".into(),
-            ));
-        }
         let words = SharedWords::new()?;
-        words.word(W_STATE).store(
-            u64::from(position_of(counter, CounterMode::Variable)) << POSITION_SHIFT,
-            Ordering::Relaxed,
-        );
+        words
+            .word(W_STATE)
+            .store(u64::from(counter) << COUNTER_SHIFT, Ordering::Relaxed);
         let g = Self {
             clock,
             words,
-            number: NEXT_GENERATOR.fetch_add(1, Ordering::Relaxed),
             middle: middle(pid, mac),
             pid,
             mac,
@@ -997,7 +862,7 @@ impl<C: Clock> LocalityGenerator<C> {
         self.words.word(W_STATE)
     }
 
-    /// The next id: step the counter (one `fetch_add` of the state word), read the clock, assemble.
+    /// The next id: step the counter (one `fetch_add`), read the clock, assemble.
     ///
     /// ```
     /// use idforge::schemes::locality::{LocalityGenerator, PRIME};
@@ -1015,103 +880,12 @@ impl<C: Clock> LocalityGenerator<C> {
     /// ```
     #[inline]
     pub fn next(&self) -> LocalityUuid {
+        // Relaxed is enough: every id's counter value comes from its own read-modify-write of
+        // `state`, and all of those sit in the one modification order of that location whatever
+        // their ordering; no other memory is published through it.
+        let (counter, mode) = take_counter(self.state());
         let unix_ms = self.clock.now_ns() / 1_000_000;
-        let epoch = self.words.word(W_EPOCH).load(Ordering::Relaxed);
-        let fork = crate::shm::fork_generation();
-        // The common case, kept small so that it inlines: this thread's block of this generator,
-        // in the same epoch, process and millisecond, with positions left.
-        let hit = THREAD_BLOCK.with(|b| {
-            let position = b.next.get();
-            let ok = b.generator.get() == self.number
-                && b.epoch.get() == epoch
-                && b.fork.get() == fork
-                && b.ms.get() == unix_ms
-                && position != b.end.get();
-            if ok {
-                b.next.set(position + 1);
-            }
-            (ok, position, b.mode.get())
-        });
-        let (position, mode) = match hit {
-            (true, position, mode) => (position, mode),
-            _ => self.next_position_slow(unix_ms, epoch, fork),
-        };
-        LocalityUuid::compose(
-            counter_at(position as u32, mode),
-            mode,
-            self.middle,
-            unix_ms,
-        )
-    }
-
-    /// The next position when this thread's block cannot give it as it is: a new millisecond
-    /// (the block goes on if it is still the latest), or no block of this generator, epoch and
-    /// process, or none left.
-    #[cold]
-    #[inline(never)]
-    fn next_position_slow(&self, unix_ms: u64, epoch: u64, fork: u64) -> (u64, CounterMode) {
-        THREAD_BLOCK.with(|b| {
-            let position = b.next.get();
-            if b.generator.get() == self.number
-                && b.epoch.get() == epoch
-                && b.fork.get() == fork
-                && position != b.end.get()
-                && self.is_latest(b, unix_ms)
-            {
-                b.next.set(position + 1);
-                return (position, b.mode.get());
-            }
-            self.reserve(b, unix_ms, epoch, fork)
-        })
-    }
-
-    /// Whether `b` is still the last block reserved from the state word (no other thread took
-    /// positions after it, no switch happened); if so it becomes the block of millisecond
-    /// `unix_ms`. A block issues ids in a new millisecond only then (see [`take_block`]).
-    fn is_latest(&self, b: &ThreadBlock, unix_ms: u64) -> bool {
-        let state = self.state().load(Ordering::Relaxed);
-        if state >> POSITION_SHIFT == b.end.get().wrapping_sub(1) && mode_of(state) == b.mode.get()
-        {
-            b.ms.set(unix_ms);
-            return true;
-        }
-        false
-    }
-
-    /// A new block for this thread (one `fetch_add` on the shared state word), and its first
-    /// position for the id being made.
-    fn reserve(&self, b: &ThreadBlock, unix_ms: u64, epoch: u64, fork: u64) -> (u64, CounterMode) {
-        let (first, mode) = take_block(self.state());
-        b.generator.set(self.number);
-        b.fork.set(fork);
-        b.epoch.set(epoch);
-        b.ms.set(unix_ms);
-        b.next.set(first + 1);
-        b.end.set(first + BLOCK);
-        b.mode.set(mode);
-        (first, mode)
-    }
-
-    /// Under the switch lock, after the state word was swapped from `before`: the position the
-    /// left mode resumes from later. That is `before`'s position, lowered to this thread's last
-    /// id when this thread's block was the last one reserved (its unused positions go back, so
-    /// one thread alone sees every mode continue one id after its last, as if there were no
-    /// blocks). Every other block lies below this thread's. Then every thread's block is dropped
-    /// (the epoch moves on).
-    fn settle_switch(&self, before: u64) -> u64 {
-        let epoch = self.words.word(W_EPOCH).load(Ordering::Relaxed);
-        let fork = crate::shm::fork_generation();
-        let mut resume = before >> POSITION_SHIFT;
-        THREAD_BLOCK.with(|b| {
-            if b.ends_at(self.number, epoch, fork, resume, mode_of(before)) {
-                resume = b.next.get() - 1;
-                b.generator.set(0);
-            }
-        });
-        self.words
-            .word(W_EPOCH)
-            .store(epoch.wrapping_add(1), Ordering::Relaxed);
-        resume
+        LocalityUuid::compose(counter, mode, self.middle, unix_ms)
     }
 
     /// Switches to sequential mode (see the module docs for the exact semantics): from variable
@@ -1136,26 +910,22 @@ impl<C: Clock> LocalityGenerator<C> {
         let unix_ms = self.clock.now_ns() / 1_000_000;
         let bucket = unix_ms / BUCKET_MS;
         let start = if self.words.word(W_BUCKET).load(Ordering::Relaxed) == bucket + 1 {
-            self.words.word(W_RESUME).load(Ordering::Relaxed)
+            self.words.word(W_RESUME).load(Ordering::Relaxed) as u32
         } else {
             self.words
                 .word(W_BUCKET)
                 .store(bucket + 1, Ordering::Relaxed);
-            u64::from(position_of(
-                sequential_seed(unix_ms),
-                CounterMode::Sequential,
-            ))
+            sequential_seed(unix_ms)
         };
-        // A swap, not a store: every variable-mode position reserved until now is in `before`,
-        // so variable mode later continues above all of them.
+        // A swap, not a store: every variable-mode step taken until now is in `before`, so
+        // variable mode later continues above all of them.
         let before = self.state().swap(
-            (start << POSITION_SHIFT) | SEQUENTIAL_BIT,
+            (u64::from(start) << COUNTER_SHIFT) | SEQUENTIAL_BIT,
             Ordering::Relaxed,
         );
-        let resume = self.settle_switch(before);
         self.words
             .word(W_VAR_RESUME)
-            .store(resume, Ordering::Relaxed);
+            .store(before >> COUNTER_SHIFT, Ordering::Relaxed);
     }
 
     /// Switches to variable mode, continuing from where variable mode was left (or, if it never
@@ -1181,9 +951,10 @@ impl<C: Clock> LocalityGenerator<C> {
         let resume = self.words.word(W_VAR_RESUME).load(Ordering::Relaxed);
         let before = self
             .state()
-            .swap(resume << POSITION_SHIFT, Ordering::Relaxed);
-        let resume = self.settle_switch(before);
-        self.words.word(W_RESUME).store(resume, Ordering::Relaxed);
+            .swap(resume << COUNTER_SHIFT, Ordering::Relaxed);
+        self.words
+            .word(W_RESUME)
+            .store(before >> COUNTER_SHIFT, Ordering::Relaxed);
     }
 
     /// The current mode.
@@ -1210,19 +981,7 @@ impl<C: Clock> LocalityGenerator<C> {
     /// # Ok::<(), idforge::Error>(())
     /// ```
     pub fn counter(&self) -> u32 {
-        let state = self.state().load(Ordering::Relaxed);
-        let mode = mode_of(state);
-        let mut position = state >> POSITION_SHIFT;
-        // The state word is at the end of the last block reserved; if that block is this
-        // thread's, its last id is further back.
-        let epoch = self.words.word(W_EPOCH).load(Ordering::Relaxed);
-        let fork = crate::shm::fork_generation();
-        THREAD_BLOCK.with(|b| {
-            if b.ends_at(self.number, epoch, fork, position, mode) {
-                position = b.next.get() - 1;
-            }
-        });
-        counter_at(position as u32, mode)
+        (self.state().load(Ordering::Relaxed) >> COUNTER_SHIFT) as u32
     }
 
     /// The pid written into every id.
@@ -1265,36 +1024,31 @@ impl<C: Clock> LocalityGenerator<C> {
     }
 }
 
-/// The one lock-free step on the shared state word, over any cell with a `fetch_add` (the real
-/// `AtomicU64`, or loom's in the model test): reserve [`BLOCK`] positions with one `fetch_add`,
-/// whatever the mode. Returns the first position reserved and the mode they were taken in (a
-/// position's counter value follows from both, [`counter_at`]).
-///
-/// Why blocks: with a read-modify-write of this word per id, two threads on one generator made
-/// 0.55–0.58× the ids per second of one. The word's cache line has to move to the core that
-/// writes it, and that transfer (tens of ns between the cores of this kind of machine) cost more
-/// than the rest of an id (about 13 ns: a clock read and some arithmetic). A thread now moves it
-/// once per `BLOCK` ids; in between it issues from its thread-local block.
-///
-/// Why this keeps ids unique: every position is reserved by exactly one `fetch_add`, so by one
-/// thread, which issues it once (a forked child drops the block it inherited). The 63-bit
-/// position does not wrap; the counter, its low 32 bits, does after 2^32 positions, and two ids
-/// share a counter value only if 2^32 positions apart. A block issues ids in a millisecond only
-/// if it was reserved in that millisecond, or was still the last block reserved at some moment
-/// of it ([`LocalityGenerator::is_latest`]); so two ids of one millisecond with positions 2^32
-/// apart would need 2^32 - `BLOCK` positions, 2^26 - 1 reservations, within that millisecond.
+/// The counter's one lock-free step, over any cell with a load and a `fetch_add` (the real
+/// `AtomicU64`, or loom's in the model test): pick the step from the mode, add it, return the
+/// counter value this id owns and the mode it was taken in.
 #[inline]
-fn take_block<A: CounterCell>(state: &A) -> (u64, CounterMode) {
-    let before = state.fetch_add_relaxed(BLOCK << POSITION_SHIFT);
-    ((before >> POSITION_SHIFT) + 1, mode_of(before))
+fn take_counter<A: CounterCell>(state: &A) -> (u32, CounterMode) {
+    let seen = state.load_relaxed();
+    let step = if seen & SEQUENTIAL_BIT == 0 { PRIME } else { 1 };
+    let before = state.fetch_add_relaxed(u64::from(step) << COUNTER_SHIFT);
+    (
+        ((before >> COUNTER_SHIFT) as u32).wrapping_add(step),
+        mode_of(before),
+    )
 }
 
-/// What [`take_block`] needs of its cell.
+/// What [`take_counter`] needs of its cell.
 trait CounterCell {
+    fn load_relaxed(&self) -> u64;
     fn fetch_add_relaxed(&self, v: u64) -> u64;
 }
 
 impl CounterCell for AtomicU64 {
+    #[inline]
+    fn load_relaxed(&self) -> u64 {
+        self.load(Ordering::Relaxed)
+    }
     #[inline]
     fn fetch_add_relaxed(&self, v: u64) -> u64 {
         self.fetch_add(v, Ordering::Relaxed)
@@ -1302,7 +1056,7 @@ impl CounterCell for AtomicU64 {
 }
 
 #[inline]
-const fn mode_of(state: u64) -> CounterMode {
+fn mode_of(state: u64) -> CounterMode {
     if state & SEQUENTIAL_BIT == 0 {
         CounterMode::Variable
     } else {
@@ -1481,9 +1235,9 @@ pub fn shared() -> &'static LocalityGenerator {
     GEN.get_or_init(LocalityGenerator::new)
 }
 
-/// Loom model of the reservation on the shared word: every interleaving of threads reserving
-/// blocks (and of a thread switching the mode, as `use_sequential`/`use_variable` do) gives each
-/// id of every block its own counter value. Built only with `--cfg loom`: `RUSTFLAGS="--cfg loom" cargo test -p idforge --lib
+/// Loom model of the counter step: every interleaving of threads taking counter values (and of a
+/// thread switching the mode, as `use_sequential`/`use_variable` do) gives each id its own
+/// counter value. Built only with `--cfg loom`: `RUSTFLAGS="--cfg loom" cargo test -p idforge --lib
 /// loom_model`, as `.ci/run` does.
 #[cfg(all(test, loom))]
 mod loom_model {
@@ -1494,17 +1248,12 @@ mod loom_model {
     struct Cell(LoomU64);
 
     impl CounterCell for Cell {
+        fn load_relaxed(&self) -> u64 {
+            self.0.load(LoomOrdering::Relaxed)
+        }
         fn fetch_add_relaxed(&self, v: u64) -> u64 {
             self.0.fetch_add(v, LoomOrdering::Relaxed)
         }
-    }
-
-    /// The counter values of the ids a block reserved by [`take_block`] issues.
-    fn ids_of(cell: &Cell) -> Vec<(u32, CounterMode)> {
-        let (first, mode) = take_block(cell);
-        (first..first + BLOCK)
-            .map(|p| (counter_at(p as u32, mode), mode))
-            .collect()
     }
 
     fn distinct(mut v: Vec<(u32, CounterMode)>) {
@@ -1518,12 +1267,12 @@ mod loom_model {
     fn threads_taking_counter_values_never_share_one() {
         for (threads, takes) in [(2usize, 2usize), (3, 1)] {
             loom::model(move || {
-                let cell = Arc::new(Cell(LoomU64::new(7u64 << POSITION_SHIFT)));
+                let cell = Arc::new(Cell(LoomU64::new(7u64 << COUNTER_SHIFT)));
                 let hs: Vec<_> = (0..threads)
                     .map(|_| {
                         let cell = cell.clone();
                         loom::thread::spawn(move || {
-                            (0..takes).flat_map(|_| ids_of(&cell)).collect::<Vec<_>>()
+                            (0..takes).map(|_| take_counter(&*cell)).collect::<Vec<_>>()
                         })
                     })
                     .collect();
@@ -1536,21 +1285,20 @@ mod loom_model {
     #[test]
     fn a_mode_switch_racing_two_takers() {
         loom::model(|| {
-            let cell = Arc::new(Cell(LoomU64::new(7u64 << POSITION_SHIFT)));
+            let cell = Arc::new(Cell(LoomU64::new(7u64 << COUNTER_SHIFT)));
             let takers: Vec<_> = (0..2)
                 .map(|_| {
                     let cell = cell.clone();
-                    loom::thread::spawn(move || ids_of(&cell))
+                    loom::thread::spawn(move || take_counter(&*cell))
                 })
                 .collect();
             // The switch to sequential mode is a fetch_or of the mode bit here (the generator
             // stores a reseeded value under its lock; the race with takers is the same).
             cell.0.fetch_or(SEQUENTIAL_BIT, LoomOrdering::Relaxed);
-            let mut all: Vec<_> = takers.into_iter().flat_map(|h| h.join().unwrap()).collect();
-            all.extend(ids_of(&cell));
-            // Every id stepped past the start (position 7, in either mode), and no two share a
-            // value.
-            assert!(all.iter().all(|&(c, m)| position_of(c, m) != 7));
+            let mut all: Vec<_> = takers.into_iter().map(|h| h.join().unwrap()).collect();
+            all.push(take_counter(&*cell));
+            // Every id stepped the counter past its start, and no two share a value.
+            assert!(all.iter().all(|(c, _)| *c != 7));
             distinct(all);
         });
     }
