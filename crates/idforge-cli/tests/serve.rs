@@ -499,6 +499,64 @@ fn a_state_file_shared_on_purpose_is_served_with_state_mode_and_refused_without(
     assert!(err.contains("--in-process does not use"), "{err}");
 }
 
+/// A server stopped (SIGSTOP) for longer than the header timeout, while its clients finished
+/// their request heads on time: after SIGCONT every request is answered. (Before, the reaper's
+/// first sweep after the pause judged the connections on what it knew before it and closed
+/// about half of them, their requests unread in their sockets.)
+#[test]
+fn requests_sent_on_time_while_the_server_was_stopped_are_answered_after_it_resumes() {
+    use std::io::{Read, Write};
+    let d = TempDir::new("paused");
+    let mut c = cmd(&d.0);
+    c.args([
+        "--listen",
+        "127.0.0.1:0",
+        "--schemes",
+        "uuid7",
+        "--in-process",
+        "--header-timeout-ms",
+        "1000",
+        "--idle-timeout-ms",
+        "3000",
+    ]);
+    let p = spawn(c);
+    let pid = p.child.id() as libc::pid_t;
+    // Half new connections, half keep-alive ones that had a request answered already.
+    let mut conns: Vec<std::net::TcpStream> = (0..20)
+        .map(|i| {
+            let mut s = std::net::TcpStream::connect(p.addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            if i % 2 == 1 {
+                s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                    .unwrap();
+                let mut buf = [0u8; 4096];
+                let n = s.read(&mut buf).unwrap();
+                assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+            }
+            s
+        })
+        .collect();
+    for s in &mut conns {
+        s.write_all(b"GET /v1/ids/uuid7 HTTP/1.1\r\nHo").unwrap();
+    }
+    // SAFETY: signals to our own child.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+    std::thread::sleep(Duration::from_millis(300));
+    for s in &mut conns {
+        s.write_all(b"st: x\r\n\r\n").unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(2200));
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0);
+    let mut answered = 0;
+    for s in &mut conns {
+        let mut buf = [0u8; 4096];
+        if matches!(s.read(&mut buf), Ok(n) if buf[..n].starts_with(b"HTTP/1.1 200")) {
+            answered += 1;
+        }
+    }
+    assert_eq!(answered, conns.len(), "requests unanswered after the pause");
+}
+
 #[test]
 fn an_address_in_use_exits_7_as_the_help_says() {
     let d = TempDir::new("inuse");

@@ -209,12 +209,28 @@ impl Reaper {
     }
 
     /// Runs until the task is aborted.
+    ///
+    /// A sweep that comes late (the process was stopped, or starved of CPU) is skipped once: its
+    /// connections may have requests waiting unread in their sockets, which their tasks, woken at
+    /// the same moment, have not read yet; judged on what was known before the pause, they
+    /// would be closed with their requests on time. The next sweep, a period later, sees them.
     pub(crate) async fn run(registry: Arc<Registry>, limits: Limits) {
-        let mut tick = tokio::time::interval(Self::period(&limits));
+        let period = Self::period(&limits);
+        let mut tick = tokio::time::interval(period);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let late = 2 * period.as_millis() as u64 + 50;
+        let mut last = now_ms();
+        let mut skipped = false;
         loop {
             tick.tick().await;
             let now = now_ms();
+            let was_late = now.saturating_sub(last) > late;
+            last = now;
+            if was_late && !skipped {
+                skipped = true;
+                continue;
+            }
+            skipped = false;
             registry.each(|c| {
                 if c.expired(now, &limits) {
                     c.signal(EXPIRED);
@@ -258,7 +274,8 @@ pub(crate) async fn serve_connection(
             _ = http.as_mut() => return Ended::Closed,
             _ = conn.wake.notified() => {
                 let signal = conn.signal.swap(0, Ordering::AcqRel);
-                if signal & EXPIRED != 0 {
+                // Judged again now: a request may have come since the reaper looked.
+                if signal & EXPIRED != 0 && conn.expired(now_ms(), &limits) {
                     // Closed without a response, as hyper's own header timeout does.
                     return Ended::Closed;
                 }
