@@ -1,14 +1,13 @@
 //! Cost of a Locality UUID, next to `uuid::Uuid::now_v7()` measured in the same run:
 //!
-//! * `locality/next`: one id from a wall-clock generator in variable mode (one relaxed load, one
-//!   `fetch_add`, one clock read);
+//! * `locality/next`: one id from a wall-clock generator in variable mode (one `fetch_add` of the
+//!   shared word, which gives the position and the mode together; one clock read);
 //! * `locality/next_sequential`: the same in sequential mode;
 //! * `locality/threads2`: two threads on one shared generator, time per id of the total
-//!   throughput (each thread takes 64 positions per `fetch_add` of the shared word);
-//! * `locality/word_per_id`, `locality/word_per_id_threads2`: the baseline the generator had
-//!   before its blocks, in the same run: a relaxed load and a `fetch_add` of one shared word per
-//!   id, the same clock read and the same id assembly (two threads then trade the word's cache
-//!   line on every id);
+//!   throughput;
+//! * `locality/word_per_id`, `locality/word_per_id_threads2`: the step the generator had before,
+//!   in the same run: a relaxed load (to choose the step from the mode) and a `fetch_add` of one
+//!   shared word per id, the same clock read and the same id assembly;
 //! * `locality/uuid_now_v7_fast_rng`, `locality/uuid_now_v7_fast_rng_threads2`: the `uuid` crate's
 //!   UUIDv7, the same two ways, with `uuid`'s `fast-rng` feature (random bits from `rand`'s
 //!   thread-local generator);

@@ -5,8 +5,8 @@
 //!
 //! Each round times `N` ids on one thread, then `N` ids split over two threads, for each of:
 //!
-//! * `generator`: `LocalityGenerator::next` (64 positions per `fetch_add`, a thread-local block);
-//! * `load+add per id`: the generator's step before its blocks (a relaxed load and a `fetch_add`
+//! * `generator`: `LocalityGenerator::next` (one `fetch_add` per id: position and mode together);
+//! * `load+add per id`: the generator's earlier step (a relaxed load and a `fetch_add`
 //!   of one shared word per id, the clock read and the id assembly);
 //! * `add per id`: the same with a `fetch_add` only;
 //! * `clock only`, `arithmetic only`: no shared write at all, what two threads can get from the

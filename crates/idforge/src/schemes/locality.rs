@@ -45,12 +45,12 @@
 //!
 //! Mode switches, [`LocalityGenerator::use_sequential`] and [`LocalityGenerator::use_variable`]:
 //!
-//! * counter and mode live in one `AtomicU64` (`counter << 32 | mode`), so a switch is a single
-//!   atomic swap, and every id's encoding follows the mode in force at the instant
-//!   of its `fetch_add`;
-//! * the step is chosen from a relaxed load just before that `fetch_add`, so an id racing a switch
-//!   may step by the other mode's amount (once per thread at most). Its counter value is still one
-//!   no other id of this generator holds;
+//! * the counter's position and the mode live in one `AtomicU64` (`position << 32 | mode`), so a
+//!   switch is a single atomic swap, and every id takes its position and its mode together, from
+//!   its one `fetch_add` (of 1, in either mode): no load before it, so nothing an id reads can be
+//!   out of date when it steps. In sequential mode the counter is the position; in variable mode
+//!   it is the position times [`PRIME`] (modulo 2^32: `PRIME` is odd, so distinct positions give
+//!   distinct counters, and the values are exactly those of stepping the counter by `PRIME`);
 //! * switching to sequential mode while already in it does nothing; switching from variable mode
 //!   reseeds from the current 10-minute bucket (as the original does), except that re-entering
 //!   sequential mode within a bucket this generator already seeded continues after the last
@@ -75,7 +75,13 @@
 //! sequential mode they certainly will). Use [`shared`] for the process-wide one.
 //! Sequential and variable values are different encodings of different counter values; an id of
 //! one mode equals an id of the other only if, in the same millisecond, one counter value is the
-//! nibble-reversal of the other (about one chance in 2^32 per pair).
+//! nibble-reversal of the other (about one chance in 2^32 per pair). Per pair is what counts: a
+//! millisecond with thousands of ids of each mode holds millions of pairs, so a program that
+//! switches modes while other threads issue does see such repeats, a few per million ids when it
+//! switches every few thousand ids (measured: 6 and 7 in 3,000,010 ids of a parent and two
+//! children switching every 20,000 ids; 0 or 1 in 4,000,400 ids of 4 threads beside 200
+//! switches). Within one mode no id repeats. Do not switch modes on a generator that must never
+//! repeat an id while it is in use.
 //!
 //! # Fork
 //!
@@ -163,6 +169,27 @@ pub const NAME: &str = "locality";
 pub const VERSION: u8 = 0xb;
 /// The step of the variable-mode counter: a prime (odd, so stepping visits all 2^32 values).
 pub const PRIME: u32 = 198_491_317;
+/// The inverse of [`PRIME`] modulo 2^32: a variable-mode counter `c` sits at position
+/// `c * PRIME_INVERSE` (Newton's iteration, each step doubling the bits that are right).
+const PRIME_INVERSE: u32 = {
+    let mut inv = PRIME;
+    let mut i = 0;
+    while i < 5 {
+        inv = inv.wrapping_mul(2u32.wrapping_sub(PRIME.wrapping_mul(inv)));
+        i += 1;
+    }
+    inv
+};
+const _: () = assert!(PRIME.wrapping_mul(PRIME_INVERSE) == 1);
+
+/// The counter at position `position` of the state word in `mode`.
+#[inline]
+fn counter_at(position: u32, mode: CounterMode) -> u32 {
+    match mode {
+        CounterMode::Variable => position.wrapping_mul(PRIME),
+        CounterMode::Sequential => position,
+    }
+}
 /// Width of the MAC fragment: the low nibble of MAC byte 2 and bytes 3 to 5.
 pub const MAC_BITS: u32 = 28;
 /// The largest MAC fragment.
@@ -175,8 +202,8 @@ pub const TIME_BITS: u32 = 48;
 pub const BUCKET_MS: u64 = 600_000;
 
 const MS_MASK: u128 = (1 << TIME_BITS) - 1;
-/// Mode bit in the generator's state word; the counter sits in the high 32 bits, so adding
-/// `step << 32` wraps the counter modulo 2^32 and never touches the mode.
+/// Mode bit in the generator's state word; the counter's position sits in the high 32 bits, so
+/// adding `1 << 32` wraps the position modulo 2^32 and never touches the mode.
 const SEQUENTIAL_BIT: u64 = 1;
 const COUNTER_SHIFT: u32 = 32;
 
@@ -733,7 +760,7 @@ impl Drop for SwitchLock<'_> {
     }
 }
 
-/// Makes Locality UUIDs: one relaxed load and one `fetch_add` per id, no lock. Share it between
+/// Makes Locality UUIDs: one `fetch_add` per id, no lock. Share it between
 /// threads (`&` or `Arc`); make one per process ([`shared`]) unless you give each its own pid or
 /// MAC fragment.
 ///
@@ -841,9 +868,11 @@ impl<C: Clock> LocalityGenerator<C> {
         sequential: bool,
     ) -> Result<Self, Error> {
         let words = SharedWords::new()?;
-        words
-            .word(W_STATE)
-            .store(u64::from(counter) << COUNTER_SHIFT, Ordering::Relaxed);
+        // Variable mode: the position whose counter is `counter`.
+        words.word(W_STATE).store(
+            u64::from(counter.wrapping_mul(PRIME_INVERSE)) << COUNTER_SHIFT,
+            Ordering::Relaxed,
+        );
         let g = Self {
             clock,
             words,
@@ -981,7 +1010,8 @@ impl<C: Clock> LocalityGenerator<C> {
     /// # Ok::<(), idforge::Error>(())
     /// ```
     pub fn counter(&self) -> u32 {
-        (self.state().load(Ordering::Relaxed) >> COUNTER_SHIFT) as u32
+        let state = self.state().load(Ordering::Relaxed);
+        counter_at((state >> COUNTER_SHIFT) as u32, mode_of(state))
     }
 
     /// The pid written into every id.
@@ -1024,31 +1054,25 @@ impl<C: Clock> LocalityGenerator<C> {
     }
 }
 
-/// The counter's one lock-free step, over any cell with a load and a `fetch_add` (the real
-/// `AtomicU64`, or loom's in the model test): pick the step from the mode, add it, return the
-/// counter value this id owns and the mode it was taken in.
+/// The counter's one lock-free step, over any cell with a `fetch_add` (the real `AtomicU64`, or
+/// loom's in the model test): take the next position, and return the counter value this id owns
+/// (from that position, in the mode the same `fetch_add` read) and that mode.
 #[inline]
 fn take_counter<A: CounterCell>(state: &A) -> (u32, CounterMode) {
-    let seen = state.load_relaxed();
-    let step = if seen & SEQUENTIAL_BIT == 0 { PRIME } else { 1 };
-    let before = state.fetch_add_relaxed(u64::from(step) << COUNTER_SHIFT);
+    let before = state.fetch_add_relaxed(1 << COUNTER_SHIFT);
+    let mode = mode_of(before);
     (
-        ((before >> COUNTER_SHIFT) as u32).wrapping_add(step),
-        mode_of(before),
+        counter_at(((before >> COUNTER_SHIFT) as u32).wrapping_add(1), mode),
+        mode,
     )
 }
 
 /// What [`take_counter`] needs of its cell.
 trait CounterCell {
-    fn load_relaxed(&self) -> u64;
     fn fetch_add_relaxed(&self, v: u64) -> u64;
 }
 
 impl CounterCell for AtomicU64 {
-    #[inline]
-    fn load_relaxed(&self) -> u64 {
-        self.load(Ordering::Relaxed)
-    }
     #[inline]
     fn fetch_add_relaxed(&self, v: u64) -> u64 {
         self.fetch_add(v, Ordering::Relaxed)
@@ -1248,9 +1272,6 @@ mod loom_model {
     struct Cell(LoomU64);
 
     impl CounterCell for Cell {
-        fn load_relaxed(&self) -> u64 {
-            self.0.load(LoomOrdering::Relaxed)
-        }
         fn fetch_add_relaxed(&self, v: u64) -> u64 {
             self.0.fetch_add(v, LoomOrdering::Relaxed)
         }
