@@ -298,7 +298,7 @@ fn a_wrong_password_an_untrusted_certificate_and_no_client_certificate_exit_6_wi
     }
 }
 
-/// Issue 18: `gen --etcd` ended by SIGTERM left its node id taken until the lease expired. Now
+/// Before: `gen --etcd` ended by SIGTERM left its node id taken until the lease expired. Now
 /// SIGTERM and SIGINT give it back (mark written, node key deleted, lease revoked) and the
 /// process still ends by the signal. Its output is never read here: the main thread is blocked
 /// writing to a full pipe when the signal comes.

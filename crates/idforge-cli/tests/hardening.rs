@@ -107,7 +107,7 @@ fn a_state_file_deleted_under_a_running_process_stops_it_and_nothing_repeats() {
     std::fs::remove_dir_all(d).unwrap();
 }
 
-/// The same on a custom layout with a 100 ms tick and the default policy (issue 18, part 1): the
+/// The same on a custom layout with a 100 ms tick and the default policy (a defect found earlier): the
 /// new file started at counter 0 of the creator's tick, which the process on the deleted file
 /// had already used, and repeated its ids (1,500 in 5 of 5 trials).
 #[test]

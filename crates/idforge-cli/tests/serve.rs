@@ -816,7 +816,7 @@ fn peak_kb(pid: u32) -> u64 {
         .unwrap()
 }
 
-/// Issue 19: every batch was made whole in memory before its first byte was sent (one request
+/// Before: every batch was made whole in memory before its first byte was sent (one request
 /// for a million UUIDs held 39 MB; 8 of them were allowed at once), so clients that asked for
 /// large batches and read slowly made the server's memory grow with their counts. Batches are
 /// streamed now: four stalled clients of a million ids each cost the server a few MB.

@@ -546,7 +546,7 @@ fn the_least_privilege_role_is_enough_to_join_reserve_renew_and_release_over_tls
 }
 
 /// Two custom layouts with the same widths in another order share no namespace: their ids
-/// overlap (issue 18: 2,926 of 6,000,000 ids issued twice). Refused naming both layouts.
+/// overlap (before: 2,926 of 6,000,000 ids issued twice). Refused naming both layouts.
 #[test]
 fn two_layouts_that_differ_only_in_field_order_are_refused_in_one_namespace() {
     let c = Cluster::start(1);
@@ -605,7 +605,7 @@ fn a_reservation_never_lowers_the_mark() {
     );
 }
 
-/// Issue 18: with etcd down a member stopped issuing when its reservation (R) ran out, about
+/// Before: with etcd down a member stopped issuing when its reservation (R) ran out, about
 /// 2 s by default, not at `0.9 T` as documented, and each call then waited on etcd (6 s) before
 /// its error. Now it issues until `0.9 T` after its last renewal, then refuses every call at once.
 #[test]

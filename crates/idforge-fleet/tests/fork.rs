@@ -168,7 +168,7 @@ fn leased_snowflake(mem: &Arc<MemoryStore>, ns: &str) -> (Member, Opened) {
     (m, g)
 }
 
-/// Issue 18: parent and 2 children issued 3,000 ids, 1,000 distinct.
+/// Before: parent and 2 children issued 3,000 ids, 1,000 distinct.
 #[test]
 fn a_forked_child_of_a_lease_holder_issues_nothing_and_the_parent_goes_on() {
     let mem = Arc::new(MemoryStore::new());

@@ -201,7 +201,7 @@ fn a_namespace_is_bound_to_one_layout() {
 }
 
 /// Two custom layouts whose fields have the same widths in another order: their ids overlap
-/// (issue 18: 2,926 of 6,000,000 ids issued twice when they shared a namespace), so the second
+/// (before: 2,926 of 6,000,000 ids issued twice when they shared a namespace), so the second
 /// is refused, with both layouts named.
 #[test]
 fn two_layouts_that_differ_only_in_field_order_are_refused_in_one_namespace() {
@@ -350,7 +350,7 @@ impl Store for DelayedWrite {
     }
 }
 
-/// Issue 18: a reservation written with an unconditional put could be lowered by a delayed
+/// Before: a reservation written with an unconditional put could be lowered by a delayed
 /// write, below ids already issued under the later one.
 #[test]
 fn a_delayed_reservation_landing_after_a_later_one_never_lowers_the_mark() {
@@ -379,7 +379,7 @@ fn a_delayed_reservation_landing_after_a_later_one_never_lowers_the_mark() {
     m.shutdown().unwrap();
 }
 
-/// Issue 18: a joiner may wait up to 3 s for its clock to pass a node id's mark while the
+/// Before: a joiner may wait up to 3 s for its clock to pass a node id's mark while the
 /// shortest lease is 2 s (here 1 s): it renews the lease while it waits, instead of losing it.
 #[test]
 fn a_join_that_waits_for_its_clock_longer_than_the_lease_keeps_the_lease() {
@@ -476,7 +476,7 @@ impl Store for Unanswering {
     }
 }
 
-/// Issue 18: with the store unreachable a member stopped issuing when its reservation (R) ran
+/// Before: with the store unreachable a member stopped issuing when its reservation (R) ran
 /// out, not at `0.9 T` as documented, and each call then waited on the store (6 s with etcd)
 /// before its error. Now it issues until `0.9 T` after its last renewal, and then every call is
 /// refused at once.

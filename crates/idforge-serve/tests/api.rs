@@ -732,7 +732,7 @@ fn a_lost_state_file_makes_the_service_unready() {
         .contains("idforge_ready 0"));
 }
 
-/// Issue 19: a large batch was made whole before its first byte was sent: one request for a
+/// Before: a large batch was made whole before its first byte was sent: one request for a
 /// million ids held 39 MB, and a client that read nothing made the server issue (and hold) every
 /// id. A large batch is now streamed a frame at a time, at most a few frames ahead of what the
 /// connection takes.
@@ -1024,7 +1024,7 @@ fn metrics_count_every_request_by_route_and_status() {
     );
 }
 
-/// The attack on issue 19's service: a client that asked for a large batch and then read
+/// Found by an attack on the service: a client that asked for a large batch and then read
 /// nothing held the batch (its thread, its frames, its place under --max-batches) and its
 /// connection for ever: the timeout was checked only when the connection asked for the next
 /// frame, which a blocked write never does. The batch and the connection now end at the
@@ -1059,7 +1059,7 @@ fn a_client_that_reads_nothing_gives_its_batch_place_back_at_the_timeout() {
     drop(c);
 }
 
-/// The attack on issue 19's service: small Sonyflake batches (a 10 ms tick) slept on the async
+/// Found by an attack on the service: small Sonyflake batches (a 10 ms tick) slept on the async
 /// workers, and under hundreds of them /healthz took seconds. They are made on the blocking pool.
 #[test]
 fn small_batches_of_a_coarse_tick_do_not_hold_up_the_async_workers() {

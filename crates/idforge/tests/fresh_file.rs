@@ -1,5 +1,5 @@
 //! A state file deleted under a running process and created again at the same path, on layouts
-//! whose tick is longer than the creator's wait (issue 18, part 1). The creator started the new
+//! whose tick is longer than the creator's wait (a defect found earlier). The creator started the new
 //! file at counter 0 of the clock's *current* tick; on a 100 ms custom layout, Sonyflake's 10 ms
 //! and a durable 2 s tick, the processes on the deleted file had already used that tick, and
 //! the new file repeated their ids. A new file now starts at the tick after the one its clock
@@ -216,7 +216,7 @@ impl Clock for StoppedTicker {
     }
 }
 
-/// Issue 18: with a ticker's thread stopped, a process went on issuing from a deleted state
+/// Before: with a ticker's thread stopped, a process went on issuing from a deleted state
 /// file for seconds (its check keys on clock or stamp time, and the clock stood still). What
 /// holds, and is asserted here: such a process issues only stamps of its stale reading's tick
 /// (anything else is decided on a precise reading, which also makes it check its file), so its
