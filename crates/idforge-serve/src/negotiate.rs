@@ -53,7 +53,6 @@ pub(crate) fn negotiate(headers: &HeaderMap) -> Result<Body3, ApiError> {
         return Ok(Body3::Json);
     }
     let mut best: Option<(f32, Body3)> = None;
-    let mut said = Vec::new();
     for value in values {
         let Ok(accept) = value.to_str() else {
             return Err(fail(
@@ -61,7 +60,6 @@ pub(crate) fn negotiate(headers: &HeaderMap) -> Result<Body3, ApiError> {
                 "the Accept header is not text (bytes outside visible ASCII): send media types such as application/json",
             ));
         };
-        said.push(accept);
         for range in accept.split(',') {
             let mut parts = range.split(';');
             let media = parts.next().unwrap_or("").trim();
@@ -86,7 +84,13 @@ pub(crate) fn negotiate(headers: &HeaderMap) -> Result<Body3, ApiError> {
         }
     }
     best.map(|b| b.1).ok_or_else(|| {
-        let accept = said.join(", ");
+        // Every value is text here (checked above); joined only for the message.
+        let accept = headers
+            .get_all(header::ACCEPT)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect::<Vec<_>>()
+            .join(", ");
         fail(
             StatusCode::NOT_ACCEPTABLE,
             format!("cannot answer in {accept:?}: accept application/json, text/plain or application/octet-stream"),
