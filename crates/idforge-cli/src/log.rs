@@ -10,11 +10,12 @@ use std::time::{Duration, UNIX_EPOCH};
 use idforge_serve::LogFormat;
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::filter::Targets;
 use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::time::{FormatTime, SystemTime};
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, MakeWriter};
+use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::registry::LookupSpan;
-use tracing_subscriber::EnvFilter;
 
 /// The filter when neither variable is set.
 pub const DEFAULT_FILTER: &str = "info";
@@ -24,12 +25,12 @@ pub const DEFAULT_FILTER: &str = "info";
 ///
 /// # Errors
 /// A variable whose value is not a filter, named with its value.
-pub fn filter(var: impl Fn(&str) -> Option<String>) -> anyhow::Result<EnvFilter> {
+pub fn filter(var: impl Fn(&str) -> Option<String>) -> anyhow::Result<Targets> {
     let set = |k: &'static str| var(k).filter(|v| !v.trim().is_empty()).map(|v| (k, v));
     let (name, spec) = set("IDFORGE_LOG")
         .or_else(|| set("RUST_LOG"))
         .unwrap_or(("the default", DEFAULT_FILTER.to_string()));
-    EnvFilter::builder().parse(spec.trim()).map_err(|e| {
+    spec.trim().parse::<Targets>().map_err(|e| {
         anyhow::anyhow!(
             "{name}={spec:?} is not a log filter ({e}): set a level (error, warn, info, debug, trace) \
              or target=level directives, comma separated, e.g. info,idforge_serve::request=off"
@@ -40,24 +41,27 @@ pub fn filter(var: impl Fn(&str) -> Option<String>) -> anyhow::Result<EnvFilter>
 /// The subscriber writing events that pass `filter` to `writer` in `format`.
 pub fn subscriber<W>(
     format: LogFormat,
-    filter: EnvFilter,
+    filter: Targets,
     writer: W,
 ) -> Box<dyn Subscriber + Send + Sync>
 where
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
 {
+    // The filter is a layer over the whole subscriber: an event it does not enable is neither
+    // formatted nor written, and `max_level_hint` lets `tracing` skip the callsite altogether.
     let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+        .with_max_level(tracing::level_filters::LevelFilter::TRACE)
         .with_writer(writer);
     match format {
-        LogFormat::Text => Box::new(builder.event_format(Text).finish()),
+        LogFormat::Text => Box::new(builder.event_format(Text).finish().with(filter)),
         LogFormat::Json => Box::new(
             builder
                 .json()
                 .flatten_event(true)
                 .with_current_span(false)
                 .with_span_list(false)
-                .finish(),
+                .finish()
+                .with(filter),
         ),
     }
 }
@@ -507,7 +511,7 @@ mod tests {
         })
         .unwrap();
         let out = Buffer::default();
-        let sub = subscriber(format, EnvFilter::new(filter), out.clone());
+        let sub = subscriber(format, filter.parse::<Targets>().unwrap(), out.clone());
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -617,7 +621,11 @@ mod tests {
     #[test]
     fn request_lines_write_latencies_and_counts_as_debug_does() {
         let out = Buffer::default();
-        let sub = subscriber(LogFormat::Text, EnvFilter::new("info"), out.clone());
+        let sub = subscriber(
+            LogFormat::Text,
+            "info".parse::<Targets>().unwrap(),
+            out.clone(),
+        );
         let mut want = Vec::new();
         tracing::subscriber::with_default(sub, || {
             for k in (0..3_000u64).chain([9_999, 10_000, 123_456_789, u64::MAX / 2]) {
@@ -641,7 +649,11 @@ mod tests {
     fn the_request_writer_writes_the_line_the_request_event_gives() {
         use idforge_serve::RequestLine;
         let out = Buffer::default();
-        let sub = subscriber(LogFormat::Text, EnvFilter::new("info"), out.clone());
+        let sub = subscriber(
+            LogFormat::Text,
+            "info".parse::<Targets>().unwrap(),
+            out.clone(),
+        );
         let lines = [
             RequestLine {
                 method: "GET",
@@ -776,7 +788,7 @@ mod tests {
                     .map(|(_, v)| v.to_string())
             }
         };
-        let show = |f: EnvFilter| f.to_string();
+        let show = |f: Targets| f.to_string();
         assert_eq!(show(filter(vars(&[])).unwrap()), "info");
         assert_eq!(
             show(filter(vars(&[("RUST_LOG", "debug")])).unwrap()),

@@ -4,7 +4,7 @@
 //! stack can do with no work in the handler at all.
 //!
 //! ```sh
-//! cargo run --release -p idforge-serve --example axum_floor -- 127.0.0.1:7471
+//! cargo run --release -p idforge-serve --features bench-examples --example axum_floor -- 127.0.0.1:7471
 //! ```
 
 use axum::routing::get;

@@ -8,7 +8,7 @@
 //! serve` is idforge's own.
 //!
 //! ```sh
-//! cargo run --release -p idforge-serve --example axum_layers -- 127.0.0.1:7472 TOKEN
+//! cargo run --release -p idforge-serve --features bench-examples --example axum_layers -- 127.0.0.1:7472 TOKEN
 //! ```
 
 use std::time::{Duration, Instant};

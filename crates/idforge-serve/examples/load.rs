@@ -3,7 +3,7 @@
 //!
 //! ```sh
 //! cargo run --release -p idforge-cli -- serve --in-process --node 1 &
-//! cargo run --release -p idforge-serve --example load -- 127.0.0.1:7470 '/v1/ids/snowflake?count=1' 4 10
+//! cargo run --release -p idforge-serve --features bench-examples --example load -- 127.0.0.1:7470 '/v1/ids/snowflake?count=1' 4 10
 //! ```
 //! Arguments: address, path, connections (default 4), seconds (default 10, at most 300). The ids
 //! per request are read from the path's `count` (default 1).

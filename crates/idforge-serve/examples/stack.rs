@@ -3,7 +3,7 @@
 //! axum router whose handler makes the same one-id JSON body.
 //!
 //! ```sh
-//! cargo run --release -p idforge-serve --example stack -- 200000
+//! cargo run --release -p idforge-serve --features bench-examples --example stack -- 200000
 //! ```
 //! Argument: requests per round (default 200,000; at most 5,000,000). Prints, for each router, the
 //! best of 5 rounds in nanoseconds per request: the bare router, the service's without a log
@@ -12,8 +12,8 @@
 //!
 //! Over HTTP, with the load generator `examples/load.rs` beside it:
 //! ```sh
-//! cargo run --release -p idforge-serve --example stack -- serve bare 127.0.0.1:7481 30 &
-//! cargo run --release -p idforge-serve --example load -- 127.0.0.1:7481 /v1/ids/uuid7 4 5
+//! cargo run --release -p idforge-serve --features bench-examples --example stack -- serve bare 127.0.0.1:7481 30 &
+//! cargo run --release -p idforge-serve --features bench-examples --example load -- 127.0.0.1:7481 /v1/ids/uuid7 4 5
 //! ```
 //! `serve KIND ADDR SECONDS` serves `bare` (the bare router), `full` (the service's, no log) or
 //! `text` (the service's, text log to /dev/null) on a runtime of one worker per core, for at most
