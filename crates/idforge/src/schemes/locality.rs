@@ -149,10 +149,11 @@
 //! (on the command line: `--pid`, `--mac` or `IDFORGE_PID`, `IDFORGE_MAC`). That gives 2^44
 //! distinct generators.
 
+use std::cell::Cell;
 use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{compiler_fence, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use md5::{Digest, Md5};
@@ -202,10 +203,21 @@ pub const TIME_BITS: u32 = 48;
 pub const BUCKET_MS: u64 = 600_000;
 
 const MS_MASK: u128 = (1 << TIME_BITS) - 1;
-/// Mode bit in the generator's state word; the counter's position sits in the high 32 bits, so
-/// adding `1 << 32` wraps the position modulo 2^32 and never touches the mode.
+/// Mode bit in the generator's state word; the counter's *position*, a 63-bit count, sits in the
+/// bits above it, so adding `n << POSITION_SHIFT` moves the position and never touches the mode.
+/// The counter is the position's low 32 bits through [`counter_at`]; the high bits tell a
+/// position from the one 2^32 before it, which a thread's block needs (see [`LAP_LIMIT`]).
 const SEQUENTIAL_BIT: u64 = 1;
-const COUNTER_SHIFT: u32 = 32;
+const POSITION_SHIFT: u32 = 1;
+/// How many variable-mode positions a thread reserves at a time, once it has seen another thread
+/// take positions of the same generator: odd, so that consecutive blocks start in different
+/// partitions (`BLOCK × PRIME ≡ 11 (mod 16)`, coprime to 16: the first ids of 16 consecutive
+/// blocks take the 16 first characters once each), whatever part of each block is used.
+const BLOCK: u64 = 63;
+/// A thread issues a position of its block only while the state word is less than this many
+/// positions past it: a block left unused while other threads took 2^32 positions would hold
+/// counter values they issue again.
+const LAP_LIMIT: u64 = 1 << 31;
 
 /// How a generator steps and writes its counter.
 ///
@@ -785,6 +797,9 @@ pub struct LocalityGenerator<C: Clock = SystemClock> {
     /// value and mode come from one atomic read-modify-write; then the sequential-mode bucket,
     /// the resume value and the switch lock.
     words: SharedWords,
+    /// This generator's number in the process, which thread blocks are tagged with (never reused,
+    /// unlike an address); 0 when this process cannot have thread blocks (see `assemble`).
+    number: u64,
     /// Bytes 4 to 9, the same in every id.
     middle: u128,
     pid: u16,
@@ -870,12 +885,21 @@ impl<C: Clock> LocalityGenerator<C> {
         let words = SharedWords::new()?;
         // Variable mode: the position whose counter is `counter`.
         words.word(W_STATE).store(
-            u64::from(counter.wrapping_mul(PRIME_INVERSE)) << COUNTER_SHIFT,
+            u64::from(counter.wrapping_mul(PRIME_INVERSE)) << POSITION_SHIFT,
             Ordering::Relaxed,
         );
+        // Thread blocks need every fork counted, also forks made without the `pthread_atfork`
+        // handlers: a child must never go on with a block its parent goes on with too. Where
+        // that cannot be known, each id takes its position from the shared word.
+        let number = if crate::shm::forks_always_counted() {
+            NEXT_GENERATOR.fetch_add(1, Ordering::Relaxed)
+        } else {
+            0
+        };
         let g = Self {
             clock,
             words,
+            number,
             middle: middle(pid, mac),
             pid,
             mac,
@@ -909,12 +933,35 @@ impl<C: Clock> LocalityGenerator<C> {
     /// ```
     #[inline]
     pub fn next(&self) -> LocalityUuid {
-        // Relaxed is enough: every id's counter value comes from its own read-modify-write of
-        // `state`, and all of those sit in the one modification order of that location whatever
-        // their ordering; no other memory is published through it.
-        let (counter, mode) = take_counter(self.state());
+        let (position, mode) = if self.number == 0 {
+            take_one(self.state())
+        } else {
+            THREAD_BLOCK.with(|b| self.take_position(b))
+        };
         let unix_ms = self.clock.now_ns() / 1_000_000;
-        LocalityUuid::compose(counter, mode, self.middle, unix_ms)
+        LocalityUuid::compose(
+            counter_at(position as u32, mode),
+            mode,
+            self.middle,
+            unix_ms,
+        )
+    }
+
+    /// This id's position, through this thread's block `b`. `b.busy` is set while `b` is read
+    /// and written: a signal handler that interrupts this and makes an id itself finds it set
+    /// and takes its position from the shared word alone, leaving `b` as the interrupted code
+    /// sees it (the fences keep the compiler from moving any access of `b` out of that span).
+    #[inline]
+    fn take_position(&self, b: &ThreadBlock) -> (u64, CounterMode) {
+        if b.busy.get() {
+            return take_one(self.state());
+        }
+        b.busy.set(true);
+        compiler_fence(Ordering::SeqCst);
+        let taken = take_position(self.state(), b, self.number, crate::shm::fork_generation());
+        compiler_fence(Ordering::SeqCst);
+        b.busy.set(false);
+        taken
     }
 
     /// Switches to sequential mode (see the module docs for the exact semantics): from variable
@@ -939,22 +986,24 @@ impl<C: Clock> LocalityGenerator<C> {
         let unix_ms = self.clock.now_ns() / 1_000_000;
         let bucket = unix_ms / BUCKET_MS;
         let start = if self.words.word(W_BUCKET).load(Ordering::Relaxed) == bucket + 1 {
-            self.words.word(W_RESUME).load(Ordering::Relaxed) as u32
+            self.words.word(W_RESUME).load(Ordering::Relaxed)
         } else {
             self.words
                 .word(W_BUCKET)
                 .store(bucket + 1, Ordering::Relaxed);
-            sequential_seed(unix_ms)
+            u64::from(sequential_seed(unix_ms))
         };
         // A swap, not a store: every variable-mode step taken until now is in `before`, so
         // variable mode later continues above all of them.
+        // Every thread block lies below `before`'s position too: variable mode resumes above
+        // them, so a block left unfinished stays its thread's alone.
         let before = self.state().swap(
-            (u64::from(start) << COUNTER_SHIFT) | SEQUENTIAL_BIT,
+            (start << POSITION_SHIFT) | SEQUENTIAL_BIT,
             Ordering::Relaxed,
         );
         self.words
             .word(W_VAR_RESUME)
-            .store(before >> COUNTER_SHIFT, Ordering::Relaxed);
+            .store(before >> POSITION_SHIFT, Ordering::Relaxed);
     }
 
     /// Switches to variable mode, continuing from where variable mode was left (or, if it never
@@ -980,10 +1029,10 @@ impl<C: Clock> LocalityGenerator<C> {
         let resume = self.words.word(W_VAR_RESUME).load(Ordering::Relaxed);
         let before = self
             .state()
-            .swap(resume << COUNTER_SHIFT, Ordering::Relaxed);
+            .swap(resume << POSITION_SHIFT, Ordering::Relaxed);
         self.words
             .word(W_RESUME)
-            .store(before >> COUNTER_SHIFT, Ordering::Relaxed);
+            .store(before >> POSITION_SHIFT, Ordering::Relaxed);
     }
 
     /// The current mode.
@@ -1011,7 +1060,7 @@ impl<C: Clock> LocalityGenerator<C> {
     /// ```
     pub fn counter(&self) -> u32 {
         let state = self.state().load(Ordering::Relaxed);
-        counter_at((state >> COUNTER_SHIFT) as u32, mode_of(state))
+        counter_at((state >> POSITION_SHIFT) as u32, mode_of(state))
     }
 
     /// The pid written into every id.
@@ -1054,22 +1103,100 @@ impl<C: Clock> LocalityGenerator<C> {
     }
 }
 
-/// The counter's one lock-free step, over any cell with a `fetch_add` (the real `AtomicU64`, or
-/// loom's in the model test): take the next position, and return the counter value this id owns
-/// (from that position, in the mode the same `fetch_add` read) and that mode.
+/// One position straight from the shared state word (one `fetch_add`), over any cell with a
+/// `fetch_add` (the real `AtomicU64`, or loom's in the model test): the position this id owns and
+/// the mode the same `fetch_add` read. Relaxed is enough: every position comes from its own
+/// read-modify-write of the one word, and all of those sit in that word's one modification
+/// order whatever their ordering; no other memory is published through it.
 #[inline]
-fn take_counter<A: CounterCell>(state: &A) -> (u32, CounterMode) {
-    let before = state.fetch_add_relaxed(1 << COUNTER_SHIFT);
-    let mode = mode_of(before);
-    (
-        counter_at(((before >> COUNTER_SHIFT) as u32).wrapping_add(1), mode),
-        mode,
-    )
+fn take_one<A: CounterCell>(state: &A) -> (u64, CounterMode) {
+    let before = state.fetch_add_relaxed(1 << POSITION_SHIFT);
+    ((before >> POSITION_SHIFT) + 1, mode_of(before))
 }
 
-/// What [`take_counter`] needs of its cell.
+/// The next position of the generator numbered `number` for the thread whose block is `b`, in
+/// process generation `fork` ([`crate::shm::fork_generation`]).
+///
+/// * The block's next position, if `b` belongs to this generator and process, has one left, the
+///   generator is in variable mode and its state word is less than [`LAP_LIMIT`] past it (one
+///   relaxed load of the state word, which other threads write once per block).
+/// * Otherwise, if this thread has seen another take positions of this generator between two of
+///   its own reservations, and the mode is variable: a new block of [`BLOCK`] positions (one
+///   `compare_exchange` of the state word, which fails rather than take positions of sequential
+///   mode).
+/// * Otherwise one position (one `fetch_add`, in either mode), as without blocks. A thread alone
+///   on a generator, or alternating between generators, always takes its positions so: each id
+///   is the one before plus `PRIME` (or 1), and no position is left unused.
+///
+/// Positions are handed out only by the state word's read-modify-writes: a position is in one
+/// thread's block, or one id's, never two. A block of a variable-mode stretch survives a switch
+/// to sequential mode unused and is taken up again when the generator is back in variable mode,
+/// which resumes above it. A block of another generator or process is never continued (its
+/// number or fork generation differs), nor one the state word has lapped.
+fn take_position<A: CounterCell>(
+    state: &A,
+    b: &ThreadBlock,
+    number: u64,
+    fork: u64,
+) -> (u64, CounterMode) {
+    let mine = b.generator.get() == number && b.fork.get() == fork;
+    let next = b.next.get();
+    if mine && next != b.end.get() {
+        let seen = state.load_relaxed();
+        if mode_of(seen) == CounterMode::Variable
+            && ((seen >> POSITION_SHIFT) + 1).wrapping_sub(next) < LAP_LIMIT
+        {
+            b.next.set(next + 1);
+            return (next, CounterMode::Variable);
+        }
+    }
+    reserve(state, b, number, fork, mine)
+}
+
+/// [`take_position`] when this thread's block has nothing to give: a new block or one position.
+#[cold]
+#[inline(never)]
+fn reserve<A: CounterCell>(
+    state: &A,
+    b: &ThreadBlock,
+    number: u64,
+    fork: u64,
+    mine: bool,
+) -> (u64, CounterMode) {
+    // The last position this thread reserved from this generator (meaningful when `mine`).
+    let last = b.end.get().wrapping_sub(1);
+    if mine && b.contended.get() {
+        let mut seen = state.load_relaxed();
+        while mode_of(seen) == CounterMode::Variable {
+            match state.compare_exchange_relaxed(seen, seen + (BLOCK << POSITION_SHIFT)) {
+                Ok(_) => {
+                    let first = (seen >> POSITION_SHIFT) + 1;
+                    b.next.set(first + 1);
+                    b.end.set(first + BLOCK);
+                    // Still shared, if another thread reserved since this thread's last.
+                    b.contended.set(first - 1 != last);
+                    return (first, CounterMode::Variable);
+                }
+                Err(now) => seen = now,
+            }
+        }
+    }
+    let (position, mode) = take_one(state);
+    if mode == CounterMode::Variable {
+        b.contended.set(mine && position - 1 != last);
+        b.generator.set(number);
+        b.fork.set(fork);
+        b.next.set(position + 1);
+        b.end.set(position + 1);
+    }
+    (position, mode)
+}
+
+/// What [`take_position`] needs of the state word.
 trait CounterCell {
     fn fetch_add_relaxed(&self, v: u64) -> u64;
+    fn load_relaxed(&self) -> u64;
+    fn compare_exchange_relaxed(&self, current: u64, new: u64) -> Result<u64, u64>;
 }
 
 impl CounterCell for AtomicU64 {
@@ -1077,6 +1204,53 @@ impl CounterCell for AtomicU64 {
     fn fetch_add_relaxed(&self, v: u64) -> u64 {
         self.fetch_add(v, Ordering::Relaxed)
     }
+    #[inline]
+    fn load_relaxed(&self) -> u64 {
+        self.load(Ordering::Relaxed)
+    }
+    #[inline]
+    fn compare_exchange_relaxed(&self, current: u64, new: u64) -> Result<u64, u64> {
+        self.compare_exchange_weak(current, new, Ordering::Relaxed, Ordering::Relaxed)
+    }
+}
+
+/// The process's next generator number: tells a thread's block which generator it belongs to.
+static NEXT_GENERATOR: AtomicU64 = AtomicU64::new(1);
+
+/// Positions this thread reserved from one generator's state word with one read-modify-write,
+/// issued one by one: `next..end` are left.
+struct ThreadBlock {
+    /// Set while `next` uses the block (a signal handler finding it set leaves the block alone).
+    busy: Cell<bool>,
+    /// The generator's number (0: none).
+    generator: Cell<u64>,
+    /// The process's fork generation when reserved: a forked child never continues a block it
+    /// inherited (its parent does).
+    fork: Cell<u64>,
+    next: Cell<u64>,
+    end: Cell<u64>,
+    /// Whether another thread took positions of this generator between this thread's last two
+    /// reservations: then the next reservation is a block.
+    contended: Cell<bool>,
+}
+
+impl ThreadBlock {
+    const fn none() -> ThreadBlock {
+        ThreadBlock {
+            busy: Cell::new(false),
+            generator: Cell::new(0),
+            fork: Cell::new(0),
+            next: Cell::new(0),
+            end: Cell::new(0),
+            contended: Cell::new(false),
+        }
+    }
+}
+
+thread_local! {
+    /// This thread's block of the generator it used last. Constant-initialised and without a
+    /// destructor, so reading it needs no registration (also from a signal handler).
+    static THREAD_BLOCK: ThreadBlock = const { ThreadBlock::none() };
 }
 
 #[inline]
@@ -1259,67 +1433,107 @@ pub fn shared() -> &'static LocalityGenerator {
     GEN.get_or_init(LocalityGenerator::new)
 }
 
-/// Loom model of the counter step: every interleaving of threads taking counter values (and of a
-/// thread switching the mode, as `use_sequential`/`use_variable` do) gives each id its own
-/// counter value. Built only with `--cfg loom`: `RUSTFLAGS="--cfg loom" cargo test -p idforge --lib
-/// loom_model`, as `.ci/run` does.
+/// Loom model of the position protocol: every interleaving of threads taking positions (from
+/// their own blocks, with new blocks by `compare_exchange` and single positions by `fetch_add`)
+/// and of a thread switching the mode there and back, as `use_sequential`/`use_variable` do,
+/// gives each id its own position in its mode. Built only with `--cfg loom`:
+/// `RUSTFLAGS="--cfg loom" cargo test -p idforge --lib loom_model`, as `.ci/run` does.
 #[cfg(all(test, loom))]
 mod loom_model {
     use super::*;
     use loom::sync::atomic::{AtomicU64 as LoomU64, Ordering as LoomOrdering};
     use loom::sync::Arc;
 
-    struct Cell(LoomU64);
+    struct Word(LoomU64);
 
-    impl CounterCell for Cell {
+    impl CounterCell for Word {
         fn fetch_add_relaxed(&self, v: u64) -> u64 {
             self.0.fetch_add(v, LoomOrdering::Relaxed)
         }
+        fn load_relaxed(&self) -> u64 {
+            self.0.load(LoomOrdering::Relaxed)
+        }
+        fn compare_exchange_relaxed(&self, current: u64, new: u64) -> Result<u64, u64> {
+            self.0
+                .compare_exchange_weak(current, new, LoomOrdering::Relaxed, LoomOrdering::Relaxed)
+        }
     }
 
-    fn distinct(mut v: Vec<(u32, CounterMode)>) {
+    /// A thread's block of generator 1, process generation 0, which (if `contended`) reserves a
+    /// block at its first id, as after having seen another thread.
+    fn block(contended: bool) -> ThreadBlock {
+        let b = ThreadBlock::none();
+        b.generator.set(1);
+        b.contended.set(contended);
+        b
+    }
+
+    fn take(word: &Word, b: &ThreadBlock) -> (u64, CounterMode) {
+        take_position(word, b, 1, 0)
+    }
+
+    fn distinct(mut v: Vec<(u64, CounterMode)>) {
         let n = v.len();
-        v.sort_by_key(|(c, m)| (*c, *m as u8));
+        v.sort_by_key(|(p, m)| (*p, *m as u8));
         v.dedup();
-        assert_eq!(v.len(), n, "two ids took the same counter value");
+        assert_eq!(v.len(), n, "two ids took the same position");
     }
 
     #[test]
-    fn threads_taking_counter_values_never_share_one() {
-        for (threads, takes) in [(2usize, 2usize), (3, 1)] {
+    fn threads_taking_positions_never_share_one() {
+        for (threads, takes, contended) in [(2usize, 3usize, [true, true]), (2, 2, [true, false])]
+        {
             loom::model(move || {
-                let cell = Arc::new(Cell(LoomU64::new(7u64 << COUNTER_SHIFT)));
+                let word = Arc::new(Word(LoomU64::new(7 << POSITION_SHIFT)));
                 let hs: Vec<_> = (0..threads)
-                    .map(|_| {
-                        let cell = cell.clone();
+                    .map(|t| {
+                        let word = word.clone();
                         loom::thread::spawn(move || {
-                            (0..takes).map(|_| take_counter(&*cell)).collect::<Vec<_>>()
+                            let b = block(contended[t]);
+                            (0..takes).map(|_| take(&word, &b)).collect::<Vec<_>>()
                         })
                     })
                     .collect();
                 let all: Vec<_> = hs.into_iter().flat_map(|h| h.join().unwrap()).collect();
+                assert!(all.iter().all(|(p, _)| *p > 7));
                 distinct(all);
             });
         }
     }
 
     #[test]
-    fn a_mode_switch_racing_two_takers() {
+    fn a_mode_round_trip_racing_two_threads_with_blocks() {
         loom::model(|| {
-            let cell = Arc::new(Cell(LoomU64::new(7u64 << COUNTER_SHIFT)));
+            let word = Arc::new(Word(LoomU64::new(7 << POSITION_SHIFT)));
             let takers: Vec<_> = (0..2)
                 .map(|_| {
-                    let cell = cell.clone();
-                    loom::thread::spawn(move || take_counter(&*cell))
+                    let word = word.clone();
+                    loom::thread::spawn(move || {
+                        let b = block(true);
+                        (0..2).map(|_| take(&word, &b)).collect::<Vec<_>>()
+                    })
                 })
                 .collect();
-            // The switch to sequential mode is a fetch_or of the mode bit here (the generator
-            // stores a reseeded value under its lock; the race with takers is the same).
-            cell.0.fetch_or(SEQUENTIAL_BIT, LoomOrdering::Relaxed);
-            let mut all: Vec<_> = takers.into_iter().map(|h| h.join().unwrap()).collect();
-            all.push(take_counter(&*cell));
-            // Every id stepped the counter past its start, and no two share a value.
-            assert!(all.iter().all(|(c, _)| *c != 7));
+            // use_sequential: swap in a sequential position (1,000) and keep where variable mode
+            // was; use_variable: swap that back.
+            let before = word.0.swap(
+                (1_000 << POSITION_SHIFT) | SEQUENTIAL_BIT,
+                LoomOrdering::Relaxed,
+            );
+            let b = block(true);
+            let mut all = vec![take(&word, &b)];
+            word.0.swap(
+                (before >> POSITION_SHIFT) << POSITION_SHIFT,
+                LoomOrdering::Relaxed,
+            );
+            all.push(take(&word, &b));
+            all.extend(takers.into_iter().flat_map(|h| h.join().unwrap()));
+            for (p, m) in &all {
+                match m {
+                    CounterMode::Variable => assert!(*p > 7),
+                    CounterMode::Sequential => assert!(*p > 1_000),
+                }
+            }
             distinct(all);
         });
     }
