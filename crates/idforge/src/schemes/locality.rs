@@ -209,11 +209,9 @@ const MS_MASK: u128 = (1 << TIME_BITS) - 1;
 /// position from the one 2^32 before it, which a thread's block needs (see [`LAP_LIMIT`]).
 const SEQUENTIAL_BIT: u64 = 1;
 const POSITION_SHIFT: u32 = 1;
-/// How many variable-mode positions a thread reserves at a time, once it has seen another thread
-/// take positions of the same generator: odd, so that consecutive blocks start in different
-/// partitions (`BLOCK × PRIME ≡ 11 (mod 16)`, coprime to 16: the first ids of 16 consecutive
-/// blocks take the 16 first characters once each), whatever part of each block is used.
-const BLOCK: u64 = 63;
+/// The fewest variable-mode positions a thread reserves at a time, once it has seen another
+/// thread take positions of the same generator; [`block_size`] picks 32 to 63.
+const BLOCK_MIN: u64 = 32;
 /// A thread issues a position of its block only while the state word is less than this many
 /// positions past it: a block left unused while other threads took 2^32 positions would hold
 /// counter values they issue again.
@@ -1121,7 +1119,7 @@ fn take_one<A: CounterCell>(state: &A) -> (u64, CounterMode) {
 ///   generator is in variable mode and its state word is less than [`LAP_LIMIT`] past it (one
 ///   relaxed load of the state word, which other threads write once per block).
 /// * Otherwise, if this thread has seen another take positions of this generator between two of
-///   its own reservations, and the mode is variable: a new block of [`BLOCK`] positions (one
+///   its own reservations, and the mode is variable: a new block of [`block_size`] positions (one
 ///   `compare_exchange` of the state word, which fails rather than take positions of sequential
 ///   mode).
 /// * Otherwise one position (one `fetch_add`, in either mode), as without blocks. A thread alone
@@ -1168,11 +1166,12 @@ fn reserve<A: CounterCell>(
     if mine && b.contended.get() {
         let mut seen = state.load_relaxed();
         while mode_of(seen) == CounterMode::Variable {
-            match state.compare_exchange_relaxed(seen, seen + (BLOCK << POSITION_SHIFT)) {
+            let size = block_size(seen >> POSITION_SHIFT);
+            match state.compare_exchange_relaxed(seen, seen + (size << POSITION_SHIFT)) {
                 Ok(_) => {
                     let first = (seen >> POSITION_SHIFT) + 1;
                     b.next.set(first + 1);
-                    b.end.set(first + BLOCK);
+                    b.end.set(first + size);
                     // Still shared, if another thread reserved since this thread's last.
                     b.contended.set(first - 1 != last);
                     return (first, CounterMode::Variable);
@@ -1190,6 +1189,17 @@ fn reserve<A: CounterCell>(
         b.end.set(position + 1);
     }
     (position, mode)
+}
+
+/// How many positions a block reserved after `position` holds: 32 to 63, from the top bits of a
+/// multiplicative hash of the position. A thread may give its block up after a few ids (it
+/// exits, or turns to another generator); with one fixed size the positions used would then
+/// follow the pattern of the calls, and a pattern in step with the size would fill some of the
+/// 16 partitions and starve others. With the size varying this way, where the next block
+/// starts, and so which partitions its first ids fall in, does not follow any pattern of calls.
+#[inline]
+fn block_size(position: u64) -> u64 {
+    BLOCK_MIN + (position.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 59)
 }
 
 /// What [`take_position`] needs of the state word.
@@ -1481,8 +1491,7 @@ mod loom_model {
 
     #[test]
     fn threads_taking_positions_never_share_one() {
-        for (threads, takes, contended) in [(2usize, 3usize, [true, true]), (2, 2, [true, false])]
-        {
+        for (threads, takes, contended) in [(2usize, 3usize, [true, true]), (2, 2, [true, false])] {
             loom::model(move || {
                 let word = Arc::new(Word(LoomU64::new(7 << POSITION_SHIFT)));
                 let hs: Vec<_> = (0..threads)
@@ -1551,6 +1560,80 @@ mod tests {
 
     fn at(ms: u64) -> ManualClock {
         ManualClock::new(ms * 1_000_000)
+    }
+
+    /// Makes this thread hold a block of `g` (a thread reserves one after it saw another thread
+    /// take a position between two of its own) and returns the block's next position.
+    fn hold_a_block(g: &LocalityGenerator<ManualClock>) -> u64 {
+        g.next();
+        std::thread::scope(|s| {
+            s.spawn(|| g.next());
+        });
+        g.next();
+        g.next();
+        THREAD_BLOCK.with(|b| {
+            assert_eq!(b.generator.get(), g.number);
+            assert!(b.end.get() - b.next.get() >= BLOCK_MIN - 1, "no block held");
+            b.next.get()
+        })
+    }
+
+    fn position_of(id: LocalityUuid) -> u32 {
+        id.counter_reversed().unwrap().wrapping_mul(PRIME_INVERSE)
+    }
+
+    #[test]
+    fn a_signal_handler_interrupting_next_never_takes_the_position_it_was_taking() {
+        // A handler runs `next` while the interrupted `next` has marked the block busy and read
+        // its next position, not yet written it back: the handler must take its position from
+        // the state word and leave the block as it was. (Thread-local blocks without the mark
+        // repeated 7 ids in 59 million with a handler issuing ids.)
+        let g = LocalityGenerator::builder()
+            .clock(at(SEQ_MS))
+            .build()
+            .unwrap();
+        let interrupted = hold_a_block(&g);
+        let from_handler = THREAD_BLOCK.with(|b| {
+            b.busy.set(true);
+            let id = g.next();
+            assert_eq!(b.next.get(), interrupted, "the handler used the block");
+            b.busy.set(false);
+            id
+        });
+        assert_ne!(
+            u64::from(position_of(from_handler)),
+            interrupted & 0xffff_ffff
+        );
+        // Past the busy mark, the block gives the position the interrupted call would have.
+        assert_eq!(u64::from(position_of(g.next())), interrupted & 0xffff_ffff);
+    }
+
+    #[test]
+    fn a_block_the_state_word_has_lapped_is_given_up() {
+        // Other threads took 2^31 positions while this one held its block: the block's counter
+        // values come round again soon, so its positions must not be issued any more.
+        let g = LocalityGenerator::builder()
+            .clock(at(SEQ_MS))
+            .build()
+            .unwrap();
+        let held = hold_a_block(&g);
+        let before = g
+            .state()
+            .fetch_add(LAP_LIMIT << POSITION_SHIFT, Ordering::Relaxed);
+        let id = g.next();
+        assert_ne!(u64::from(position_of(id)), held & 0xffff_ffff);
+        assert_eq!(
+            u64::from(position_of(id)),
+            ((before >> POSITION_SHIFT) + LAP_LIMIT + 1) & 0xffff_ffff,
+            "the id should come from the state word"
+        );
+    }
+
+    #[test]
+    fn block_sizes_are_32_to_63_and_vary() {
+        let sizes: std::collections::HashSet<u64> = (0..10_000u64).map(block_size).collect();
+        assert_eq!(sizes.len(), 32);
+        assert!(sizes.iter().all(|s| (32..=63).contains(s)));
     }
 
     #[test]
