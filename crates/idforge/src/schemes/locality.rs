@@ -995,14 +995,14 @@ impl<C: Clock> LocalityGenerator<C> {
     /// and written: a signal handler that interrupts this and makes an id itself finds it set
     /// and takes its position from the shared word alone, leaving `b` as the interrupted code
     /// sees it (the fences keep the compiler from moving any access of `b` out of that span).
-    #[inline]
+    #[inline(always)]
     fn take_position(&self, b: &ThreadBlock) -> (u64, CounterMode) {
         if b.busy.get() {
             return take_one(self.state());
         }
         b.busy.set(true);
         compiler_fence(Ordering::SeqCst);
-        let taken = take_position(self.state(), b, self.number, crate::shm::fork_generation());
+        let taken = take_position(self.state(), b, self.number, crate::shm::fork_generation);
         compiler_fence(Ordering::SeqCst);
         b.busy.set(false);
         taken
@@ -1160,8 +1160,9 @@ fn take_one<A: CounterCell>(state: &A) -> (u64, CounterMode) {
     ((before >> POSITION_SHIFT) + 1, mode_of(before))
 }
 
-/// The next position of the generator numbered `number` for the thread whose block is `b`, in
-/// process generation `fork` ([`crate::shm::fork_generation`]).
+/// The next position of the generator numbered `number` for the thread whose block is `b`;
+/// `fork` reads the process's fork generation ([`crate::shm::fork_generation`]), only when a
+/// block is used or reserved.
 ///
 /// * The block's next position, if `b` belongs to this generator and process, has one left, the
 ///   generator is in variable mode and its state word is less than [`LAP_LIMIT`] past it (one
@@ -1179,15 +1180,17 @@ fn take_one<A: CounterCell>(state: &A) -> (u64, CounterMode) {
 /// to sequential mode unused and is taken up again when the generator is back in variable mode,
 /// which resumes above it. A block of another generator or process is never continued (its
 /// number or fork generation differs), nor one the state word has lapped.
+#[inline(always)]
 fn take_position<A: CounterCell>(
     state: &A,
     b: &ThreadBlock,
     number: u64,
-    fork: u64,
+    fork: impl Fn() -> u64,
 ) -> (u64, CounterMode) {
-    let mine = b.generator.get() == number && b.fork.get() == fork;
+    let ours = b.generator.get() == number;
     let next = b.next.get();
-    if mine && next != b.end.get() {
+    let end = b.end.get();
+    if ours && next != end && b.fork.get() == fork() {
         let seen = state.load_relaxed();
         if mode_of(seen) == CounterMode::Variable
             && ((seen >> POSITION_SHIFT) + 1).wrapping_sub(next) < LAP_LIMIT
@@ -1196,47 +1199,54 @@ fn take_position<A: CounterCell>(
             return (next, CounterMode::Variable);
         }
     }
-    reserve(state, b, number, fork, mine)
-}
-
-/// [`take_position`] when this thread's block has nothing to give: a new block or one position.
-#[cold]
-#[inline(never)]
-fn reserve<A: CounterCell>(
-    state: &A,
-    b: &ThreadBlock,
-    number: u64,
-    fork: u64,
-    mine: bool,
-) -> (u64, CounterMode) {
-    // The last position this thread reserved from this generator (meaningful when `mine`).
-    let last = b.end.get().wrapping_sub(1);
-    if mine && b.contended.get() {
-        let mut seen = state.load_relaxed();
-        while mode_of(seen) == CounterMode::Variable {
-            let size = block_size(seen >> POSITION_SHIFT);
-            match state.compare_exchange_relaxed(seen, seen + (size << POSITION_SHIFT)) {
-                Ok(_) => {
-                    let first = (seen >> POSITION_SHIFT) + 1;
-                    b.next.set(first + 1);
-                    b.end.set(first + size);
-                    // Still shared, if another thread reserved since this thread's last.
-                    b.contended.set(first - 1 != last);
-                    return (first, CounterMode::Variable);
-                }
-                Err(now) => seen = now,
-            }
+    // The last position this thread reserved from this generator (meaningful when `ours`).
+    let last = end.wrapping_sub(1);
+    if ours && b.contended.get() {
+        if let Some(first) = reserve_block(state, b, fork(), last) {
+            return (first, CounterMode::Variable);
         }
     }
     let (position, mode) = take_one(state);
     if mode == CounterMode::Variable {
-        b.contended.set(mine && position - 1 != last);
-        b.generator.set(number);
-        b.fork.set(fork);
+        // An empty block: it tells the next call which generator and position came last. (Its
+        // fork generation is not needed: a block with positions left sets its own.)
+        // When `ours`, `contended` is already false (or a block was not reserved because the
+        // mode was sequential a moment ago; staying true then only makes the next reservation a
+        // block): a thread alone stores only `next` and `end`.
+        let contended = ours && position - 1 != last;
+        if contended || !ours {
+            b.contended.set(contended);
+            b.generator.set(number);
+        }
         b.next.set(position + 1);
         b.end.set(position + 1);
     }
     (position, mode)
+}
+
+/// A new block for this thread, in variable mode only (a `compare_exchange` of the state word,
+/// retried while it stays in variable mode): its first position, the rest left in `b`. `last` is
+/// the last position this thread reserved before.
+#[cold]
+#[inline(never)]
+fn reserve_block<A: CounterCell>(state: &A, b: &ThreadBlock, fork: u64, last: u64) -> Option<u64> {
+    let mut seen = state.load_relaxed();
+    while mode_of(seen) == CounterMode::Variable {
+        let size = block_size(seen >> POSITION_SHIFT);
+        match state.compare_exchange_relaxed(seen, seen + (size << POSITION_SHIFT)) {
+            Ok(_) => {
+                let first = (seen >> POSITION_SHIFT) + 1;
+                b.fork.set(fork);
+                b.next.set(first + 1);
+                b.end.set(first + size);
+                // Still shared, if another thread reserved since this thread's last.
+                b.contended.set(first - 1 != last);
+                return Some(first);
+            }
+            Err(now) => seen = now,
+        }
+    }
+    None
 }
 
 /// How many positions a block reserved after `position` holds: 32 to 63, from the top bits of a
@@ -1527,7 +1537,7 @@ mod loom_model {
     }
 
     fn take(word: &Word, b: &ThreadBlock) -> (u64, CounterMode) {
-        take_position(word, b, 1, 0)
+        take_position(word, b, 1, || 0)
     }
 
     fn distinct(mut v: Vec<(u64, CounterMode)>) {
