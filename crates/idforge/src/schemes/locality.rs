@@ -69,12 +69,13 @@
 //! # Threads: blocks of positions
 //!
 //! One `fetch_add` of the shared word per id moves that word's cache line between the cores on
-//! every id once two threads share the generator: two threads made 0.70× the ids per second of
-//! one (docs/BENCHMARKS.md). So a thread that has seen another take positions of the same
+//! every id once two threads share the generator: two threads made 0.64–0.77× the ids per second
+//! of one (docs/BENCHMARKS.md). So a thread that has seen another take positions of the same
 //! generator between two of its own reserves a *block* of 32 to 63 variable-mode positions with
 //! one `compare_exchange` of the shared word and issues them itself, reading the word (a load;
 //! other threads write it once per block) only to check the mode and that the word has not run
-//! 2^31 positions past the block. Two threads then make about 1.5× the ids per second of one.
+//! 2^31 positions past the block. Two threads then make 1.09–1.19× the ids per second of one,
+//! and one thread pays about 1.5 ns more per id.
 //!
 //! * **Alone, a thread takes one position per id**, as does a thread alternating between
 //!   generators (it cannot tell whether another thread took positions in between): each id is
