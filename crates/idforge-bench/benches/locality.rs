@@ -1,13 +1,15 @@
 //! Cost of a Locality UUID, next to `uuid::Uuid::now_v7()` measured in the same run:
 //!
-//! * `locality/next`: one id from a wall-clock generator in variable mode (one `fetch_add` of the
-//!   shared word, which gives the position and the mode together; one clock read);
+//! * `locality/next`: one id from a wall-clock generator in variable mode (a thread alone takes
+//!   one position per id with a `fetch_add` of the shared word, which gives the position and the
+//!   mode together; one clock read);
 //! * `locality/next_sequential`: the same in sequential mode;
-//! * `locality/threads2`: two threads on one shared generator, time per id of the total
-//!   throughput;
-//! * `locality/word_per_id`, `locality/word_per_id_threads2`: the step the generator had before,
-//!   in the same run: a relaxed load (to choose the step from the mode) and a `fetch_add` of one
-//!   shared word per id, the same clock read and the same id assembly;
+//! * `locality/threads2`: two threads on one shared generator (each then takes blocks of
+//!   positions), time per id of the total throughput;
+//! * `locality/add_per_id`, `locality/add_per_id_threads2`: the step before blocks, in the same
+//!   run: one `fetch_add` of one shared word per id, the same clock read and id assembly;
+//! * `locality/word_per_id`, `locality/word_per_id_threads2`: the step before that: a relaxed
+//!   load (to choose the step from the mode) and a `fetch_add` of one shared word per id;
 //! * `locality/uuid_now_v7_fast_rng`, `locality/uuid_now_v7_fast_rng_threads2`: the `uuid` crate's
 //!   UUIDv7, the same two ways, with `uuid`'s `fast-rng` feature (random bits from `rand`'s
 //!   thread-local generator);
@@ -38,6 +40,20 @@ fn word_per_id(word: &AtomicU64, clock: &SystemClock) -> u128 {
     let step = if seen & 1 == 0 { PRIME } else { 1 };
     let before = word.fetch_add(u64::from(step) << 32, Ordering::Relaxed);
     let counter = ((before >> 32) as u32).wrapping_add(step);
+    let unix_ms = clock.now_ns() / 1_000_000;
+    (u128::from(reverse_nibbles(counter)) << 96)
+        | (1 << 80)
+        | (0xb << 76)
+        | (1 << 48)
+        | u128::from(unix_ms & ((1 << 48) - 1))
+}
+
+/// An id as the generator made it with one `fetch_add` per id (position and mode together; the
+/// counter is the position times PRIME), the same clock read and assembly.
+#[inline(always)]
+fn add_per_id(word: &AtomicU64, clock: &SystemClock) -> u128 {
+    let before = word.fetch_add(1 << 32, Ordering::Relaxed);
+    let counter = ((before >> 32) as u32).wrapping_add(1).wrapping_mul(PRIME);
     let unix_ms = clock.now_ns() / 1_000_000;
     (u128::from(reverse_nibbles(counter)) << 96)
         | (1 << 80)
@@ -77,6 +93,16 @@ fn locality(c: &mut Criterion) {
 
     let word = Word(AtomicU64::new(0));
     let clock = SystemClock::fast();
+    g.bench_function("add_per_id", |b| {
+        b.iter(|| sink(add_per_id(&word.0, &clock)))
+    });
+    g.bench_function("add_per_id_threads2", |b| {
+        b.iter_custom(|iters| {
+            two_threads(iters, &|| {
+                sink(add_per_id(&word.0, &clock));
+            })
+        })
+    });
     g.bench_function("word_per_id", |b| {
         b.iter(|| sink(word_per_id(&word.0, &clock)))
     });

@@ -5,15 +5,17 @@
 //!
 //! Each round times `N` ids on one thread, then `N` ids split over two threads, for each of:
 //!
-//! * `generator`: `LocalityGenerator::next` (one `fetch_add` per id: position and mode together);
-//! * `load+add per id`: the generator's earlier step (a relaxed load and a `fetch_add`
+//! * `generator`: `LocalityGenerator::next` (two threads on it take blocks of positions; one
+//!   thread alone takes one position per id with a `fetch_add`);
+//! * `load+add per id`: the generator's step before 2026-11-26 (a relaxed load and a `fetch_add`
 //!   of one shared word per id, the clock read and the id assembly);
-//! * `add per id`: the same with a `fetch_add` only;
+//! * `add per id`: the step that followed, and that the blocks replaced under contention: a
+//!   `fetch_add` per id only;
 //! * `clock only`, `arithmetic only`: no shared write at all, what two threads can get from the
 //!   CPUs at that moment.
 //!
 //! It prints, per variant, the median and quartiles over the rounds of (ids per second of two
-//! threads) / (ids per second of one).
+//! threads) / (ids per second of one), and the median nanoseconds per id of one thread.
 //!
 //! Run: `cargo bench -p idforge-bench --bench locality_interleaved -- [N] [ROUNDS]` (default
 //! 20,000,000 ids and 7 rounds; on a loaded machine, `nice -n -10` gives the threads the cores).
@@ -66,9 +68,11 @@ fn time<F: Fn() -> u128 + Sync>(n: u64, threads: u64, f: &F) -> f64 {
     start.elapsed().as_secs_f64()
 }
 
-/// (1-thread time) / (2-thread time) for the same number of ids: the ratio of ids per second.
-fn ratio<F: Fn() -> u128 + Sync>(n: u64, f: F) -> f64 {
-    time(n, 1, &f) / time(n, 2, &f)
+/// (1-thread time) / (2-thread time) for the same number of ids (the ratio of ids per second),
+/// and the 1-thread time per id in nanoseconds.
+fn ratio<F: Fn() -> u128 + Sync>(n: u64, f: F) -> (f64, f64) {
+    let one = time(n, 1, &f);
+    (one / time(n, 2, &f), one * 1e9 / n as f64)
 }
 
 fn main() {
@@ -93,7 +97,7 @@ fn main() {
         "clock only",
         "arithmetic only",
     ];
-    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
+    let mut ratios: Vec<Vec<(f64, f64)>> = vec![Vec::new(); names.len()];
     for _ in 0..rounds {
         ratios[0].push(ratio(n, || g.next().as_u128()));
         ratios[1].push(ratio(n, || load_add_per_id(&word.0, &clock)));
@@ -111,14 +115,18 @@ fn main() {
     }
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("{n} ids per run, {rounds} rounds; load average {load}");
-    for (name, r) in names.iter().zip(&mut ratios) {
-        r.sort_by(f64::total_cmp);
-        let q = |f: usize| r[(r.len() - 1) * f / 4];
+    for (name, r) in names.iter().zip(&ratios) {
+        let mut two: Vec<f64> = r.iter().map(|x| x.0).collect();
+        let mut one_ns: Vec<f64> = r.iter().map(|x| x.1).collect();
+        two.sort_by(f64::total_cmp);
+        one_ns.sort_by(f64::total_cmp);
+        let q = |f: usize| two[(two.len() - 1) * f / 4];
         println!(
-            "{name:16} ids/s of 2 threads / 1: median {:.2} (quartiles {:.2} to {:.2})",
+            "{name:16} ids/s of 2 threads / 1: median {:.2} (quartiles {:.2} to {:.2}); 1 thread {:.1} ns/id",
             q(2),
             q(1),
-            q(3)
+            q(3),
+            one_ns[one_ns.len() / 2]
         );
     }
 }

@@ -24,6 +24,12 @@ unsafe extern "C" {
     fn _Fork() -> libc::pid_t;
 }
 
+/// `fork()` itself, with the `pthread_atfork` handlers.
+fn plain_fork() -> libc::pid_t {
+    // SAFETY: fork(2); the caller's child code only computes, writes to a pipe and _exits.
+    unsafe { libc::fork() }
+}
+
 /// `fork()` without the `pthread_atfork` handlers: `_Fork()`.
 fn underscore_fork() -> libc::pid_t {
     // SAFETY: as fork(2), minus the handlers.
@@ -138,6 +144,58 @@ fn locality_parent_and_forked_children_never_repeat_an_id() {
             distinct(&all),
             500,
             "pid {pid:?}: parent and children repeated each other's ids"
+        );
+    }
+}
+
+/// Makes this thread hold a block of `g`'s positions (a thread reserves one after it saw another
+/// thread take a position between two of its own); asserts that the state word is 31 to 62
+/// positions past the last id.
+fn hold_a_locality_block(g: &LocalityGenerator<ManualClock>) -> Vec<u128> {
+    let mut ids = vec![g.next().as_u128()];
+    ids.push(std::thread::scope(|s| {
+        s.spawn(|| g.next().as_u128()).join().unwrap()
+    }));
+    ids.push(g.next().as_u128());
+    let last = g.next();
+    ids.push(last.as_u128());
+    let ahead = g
+        .counter()
+        .wrapping_sub(last.counter_reversed().unwrap())
+        .wrapping_mul(locality_prime_inverse());
+    assert!((31..=62).contains(&ahead), "no block held ({ahead})");
+    ids
+}
+
+fn locality_prime_inverse() -> u32 {
+    let p = locality::PRIME;
+    let mut inv = p;
+    for _ in 0..5 {
+        inv = inv.wrapping_mul(2u32.wrapping_sub(p.wrapping_mul(inv)));
+    }
+    inv
+}
+
+/// The forking thread holds a block of positions: the child (made by `fork`, `_Fork` or a raw
+/// `clone`) must not go on with it while the parent does.
+#[test]
+fn a_locality_block_held_at_a_fork_is_not_issued_twice() {
+    if in_own_process("a_locality_block_held_at_a_fork_is_not_issued_twice") {
+        return;
+    }
+    for (how, fork) in [
+        ("fork", plain_fork as fn() -> libc::pid_t),
+        ("_Fork", underscore_fork),
+        ("clone", raw_clone),
+    ] {
+        let g = locality_on_frozen_clock(None);
+        let before = hold_a_locality_block(&g);
+        let all = in_children_made_by(fork, 2, |_| (0..100).map(|_| g.next().as_u128()).collect());
+        let mut seen: HashSet<u128> = before.into_iter().collect();
+        let repeated = all.iter().flatten().filter(|id| !seen.insert(**id)).count();
+        assert_eq!(
+            repeated, 0,
+            "{how}: {repeated} ids issued twice across the fork"
         );
     }
 }

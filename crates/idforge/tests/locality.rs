@@ -11,7 +11,7 @@ use idforge::schemes::locality::{
     PRIME,
 };
 use idforge::text::Format;
-use idforge::{inspect, Error, Generator, ManualClock, Scheme};
+use idforge::{inspect, Clock, Error, Generator, ManualClock, Scheme};
 use proptest::prelude::*;
 
 const MS: u64 = 1_000_000;
@@ -553,6 +553,226 @@ fn uuid7_concentrates_in_one_partition() {
     let counts = partitions((0..N).map(|_| g.next().unwrap()));
     let max = *counts.iter().max().unwrap();
     assert!(max as f64 >= 0.99 * N as f64, "{counts:?}");
+}
+
+/// How many positions variable mode stepped from counter `from` to counter `to`.
+fn steps(from: u32, to: u32) -> u32 {
+    to.wrapping_sub(from).wrapping_mul(prime_inverse())
+}
+
+/// Makes this thread hold a block of `g`'s positions, and returns the ids made on the way (the
+/// last took the block's first position). A thread reserves a block only after it has seen
+/// another thread take a position between two of its own: here one spawned thread does, once.
+/// Asserts that the state word is then 31 to 62 positions past the last id (a block of 32 to 63).
+fn hold_a_block<C: Clock + Send + Sync>(g: &LocalityGenerator<C>) -> Vec<LocalityUuid> {
+    let mut ids = vec![g.next()];
+    ids.push(std::thread::scope(|s| s.spawn(|| g.next()).join().unwrap()));
+    ids.push(g.next()); // sees the other thread's position
+    ids.push(g.next()); // reserves a block and takes its first position
+    let last = ids[3].counter_reversed().unwrap();
+    let ahead = steps(last, g.counter());
+    assert!(
+        (31..=62).contains(&ahead),
+        "no block held: the state word is {ahead} positions past the last id"
+    );
+    ids
+}
+
+/// The largest and smallest share of the ids in one of the 16 partitions, over 1/16.
+fn spread(counts: &[u64; 16]) -> (f64, f64) {
+    let total: u64 = counts.iter().sum();
+    let share = |c: u64| c as f64 * 16.0 / total as f64;
+    (
+        share(*counts.iter().max().unwrap()),
+        share(*counts.iter().min().unwrap()),
+    )
+}
+
+#[test]
+fn one_thread_alternating_two_generators_steps_each_by_prime_over_every_partition() {
+    // A thread takes blocks only when another thread takes positions of the same generator: one
+    // thread alternating between two generators takes one position per id from each, so each
+    // generator's ids step by PRIME and fill the 16 partitions exactly evenly. (Blocks of 64
+    // reserved and given up at every change of generator put 2,000,000 such ids all in one
+    // partition, and used 64 positions per id.)
+    let clock = ManualClock::new(ARTICLE_SEQ_MS * MS);
+    let g = [generator(clock.clone(), false), generator(clock, false)];
+    let mut last = [0, 1].map(|k| g[k].next().counter_reversed().unwrap());
+    let mut counts = [[0u64; 16]; 2];
+    for i in 0..N {
+        for k in 0..2 {
+            let id = g[k].next();
+            let c = id.counter_reversed().unwrap();
+            assert_eq!(c, last[k].wrapping_add(PRIME), "generator {k}, id {i}");
+            last[k] = c;
+            counts[k][(id.as_u128() >> 124) as usize] += 1;
+        }
+    }
+    for c in counts {
+        assert_eq!(c, [N as u64 / 16; 16]);
+    }
+}
+
+#[test]
+fn blocks_given_up_after_two_ids_still_spread_over_every_partition() {
+    // Rounds in which this thread takes a block (after another thread took a position), uses two
+    // of its ids and turns to another generator, which gives the rest of the block up (as a
+    // thread that exits does). Blocks of one fixed size made every round start the same number
+    // of positions after the one before; with 63, the rounds began on even positions only and
+    // their five ids filled half the partitions a third fuller than the others (max share 1.2).
+    let clock = ManualClock::new(ARTICLE_SEQ_MS * MS);
+    let g = generator(clock.clone(), false);
+    let other = generator(clock, false);
+    let mut counts = [0u64; 16];
+    let mut all = HashSet::new();
+    for _ in 0..6_000 {
+        let mut ids = hold_a_block(&g);
+        ids.push(g.next());
+        other.next();
+        for id in ids {
+            counts[(id.as_u128() >> 124) as usize] += 1;
+            assert!(all.insert(id), "duplicate {id}");
+        }
+    }
+    // 30,000 ids: evenly random would stay within about 7% of 1/16 (3 standard deviations).
+    let (max, min) = spread(&counts);
+    assert!(
+        max <= 1.10 && min >= 0.90,
+        "{max:.3} / {min:.3}: {counts:?}"
+    );
+}
+
+#[test]
+fn a_pool_of_threads_spreads_over_every_partition() {
+    // Four threads taking turns (a yield after every id, the clock moving on every few ids), some
+    // turning to another generator now and then, and short-lived threads: blocks are reserved,
+    // some given up early. The ids still fill the 16 partitions evenly and never repeat.
+    let clock = ManualClock::new(ARTICLE_SEQ_MS * MS);
+    let g = Arc::new(generator(clock.clone(), false));
+    let other = Arc::new(generator(clock.clone(), false));
+    let pool: Vec<_> = (0..4)
+        .map(|t| {
+            let (g, other, clock) = (Arc::clone(&g), Arc::clone(&other), clock.clone());
+            std::thread::spawn(move || {
+                let mut ids = Vec::with_capacity(20_000);
+                for i in 0..20_000 {
+                    if i % 5 == 0 {
+                        clock.advance(MS);
+                    }
+                    if t % 2 == 1 && i % 7 == 0 {
+                        other.next();
+                    }
+                    ids.push(g.next().as_u128());
+                    std::thread::yield_now();
+                }
+                ids
+            })
+        })
+        .collect();
+    let mut all: Vec<u128> = Vec::new();
+    for k in 0..300 {
+        let g = Arc::clone(&g);
+        all.extend(
+            std::thread::spawn(move || (0..=k % 5).map(|_| g.next().as_u128()).collect::<Vec<_>>())
+                .join()
+                .unwrap(),
+        );
+    }
+    for h in pool {
+        all.extend(h.join().unwrap());
+    }
+    let n = all.len();
+    let counts = partitions(all.iter().copied());
+    let distinct: HashSet<u128> = all.into_iter().collect();
+    assert_eq!(distinct.len(), n, "ids repeated");
+    let (max, min) = spread(&counts);
+    assert!(
+        max <= 1.05 && min >= 0.95,
+        "{max:.3} / {min:.3}: {counts:?}"
+    );
+}
+
+#[test]
+fn sequential_ids_stay_dense_under_threads() {
+    // Sequential mode never takes blocks: four threads' ids are consecutive counter values, none
+    // skipped (ids made together stay together, as the mode promises).
+    let g = Arc::new(generator(ManualClock::new(ARTICLE_SEQ_MS * MS), true));
+    let handles: Vec<_> = (0..4)
+        .map(|_| {
+            let g = Arc::clone(&g);
+            std::thread::spawn(move || {
+                (0..25_000)
+                    .map(|_| {
+                        let c = g.next().counter_sequential().unwrap();
+                        std::thread::yield_now();
+                        c
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut all: Vec<u32> = handles
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    all.sort_unstable();
+    let first = 0xf516_6776u32;
+    assert!(
+        all.iter().enumerate().all(|(i, &c)| c == first + i as u32),
+        "sequential ids skipped counter values: {} to {} for {} ids",
+        all[0],
+        all[all.len() - 1],
+        all.len()
+    );
+}
+
+#[test]
+fn a_block_in_hand_gives_no_variable_id_in_sequential_mode_and_goes_on_after() {
+    let g = generator(ManualClock::new(ARTICLE_SEQ_MS * MS), false);
+    let ids = hold_a_block(&g);
+    let last = ids[3].counter_reversed().unwrap();
+    g.use_sequential();
+    // This thread holds variable-mode positions; its ids are sequential all the same.
+    let a = g.next().counter_sequential().unwrap();
+    assert_eq!(a, 0xf516_6776);
+    assert_eq!(g.next().counter_sequential().unwrap(), a + 1);
+    g.use_variable();
+    // Variable mode resumed above every reserved position: the block goes on where it was, and
+    // another thread's id comes after the block.
+    assert_eq!(
+        g.next().counter_reversed().unwrap(),
+        last.wrapping_add(PRIME)
+    );
+    let elsewhere = std::thread::scope(|s| s.spawn(|| g.next()).join().unwrap());
+    let ahead = steps(last, elsewhere.counter_reversed().unwrap());
+    assert!(
+        (32..=64).contains(&ahead),
+        "another thread's id is {ahead} positions past the block's first"
+    );
+}
+
+#[test]
+fn a_new_generator_never_continues_the_block_of_a_dropped_one() {
+    // A generator built where a dropped one was (the same address, likely) starts from its own
+    // counter, not from the block this thread held of the dropped one.
+    for round in 0..50u32 {
+        let clock = ManualClock::new(ARTICLE_SEQ_MS * MS);
+        let g = generator(clock.clone(), false);
+        hold_a_block(&g);
+        drop(g);
+        let start = round.wrapping_mul(0x9E37_79B9);
+        let fresh = LocalityGenerator::builder()
+            .clock(clock)
+            .pid(0x7a7f)
+            .mac_fragment(0xd53_7a50)
+            .counter(start)
+            .build()
+            .unwrap();
+        assert_eq!(
+            fresh.next().counter_reversed().unwrap(),
+            start.wrapping_add(PRIME)
+        );
+    }
 }
 
 proptest! {

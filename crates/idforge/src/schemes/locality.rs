@@ -45,12 +45,13 @@
 //!
 //! Mode switches, [`LocalityGenerator::use_sequential`] and [`LocalityGenerator::use_variable`]:
 //!
-//! * the counter's position and the mode live in one `AtomicU64` (`position << 32 | mode`), so a
-//!   switch is a single atomic swap, and every id takes its position and its mode together, from
-//!   its one `fetch_add` (of 1, in either mode): no load before it, so nothing an id reads can be
-//!   out of date when it steps. In sequential mode the counter is the position; in variable mode
-//!   it is the position times [`PRIME`] (modulo 2^32: `PRIME` is odd, so distinct positions give
-//!   distinct counters, and the values are exactly those of stepping the counter by `PRIME`);
+//! * the counter's position (a 63-bit count) and the mode live in one `AtomicU64`
+//!   (`position << 1 | mode`), so a switch is a single atomic swap, and an id that takes its
+//!   position from that word takes its mode with it, from its one `fetch_add` (of 1, in either
+//!   mode). In sequential mode the counter is the position; in variable mode it is the position
+//!   times [`PRIME`] (both modulo 2^32: `PRIME` is odd, so distinct positions less than 2^32
+//!   apart give distinct counters, and the values are exactly those of stepping the counter by
+//!   `PRIME`). Threads that share a generator take variable-mode positions in blocks (below);
 //! * switching to sequential mode while already in it does nothing; switching from variable mode
 //!   reseeds from the current 10-minute bucket (as the original does), except that re-entering
 //!   sequential mode within a bucket this generator already seeded continues after the last
@@ -65,10 +66,54 @@
 //! Switches are serialised by a lock in the generator's fork-shared page (so also across a
 //! `fork()`); [`LocalityGenerator::next`] never takes it.
 //!
+//! # Threads: blocks of positions
+//!
+//! One `fetch_add` of the shared word per id moves that word's cache line between the cores on
+//! every id once two threads share the generator: two threads made 0.64–0.77× the ids per second
+//! of one (docs/BENCHMARKS.md). So a thread that has seen another take positions of the same
+//! generator between two of its own reserves a *block* of 32 to 63 variable-mode positions with
+//! one `compare_exchange` of the shared word and issues them itself, reading the word (a load;
+//! other threads write it once per block) only to check the mode and that the word has not run
+//! 2^31 positions past the block. Two threads then make 1.09–1.19× the ids per second of one,
+//! and one thread pays about 1.5 ns more per id.
+//!
+//! * **Alone, a thread takes one position per id**, as does a thread alternating between
+//!   generators (it cannot tell whether another thread took positions in between): each id is
+//!   the one before plus `PRIME`, no position is skipped, and [`LocalityGenerator::counter`] is
+//!   the last id's counter.
+//! * **Sequential mode never takes blocks**: its ids stay consecutive under any number of threads.
+//!   A block reserved in variable mode is not used while the generator is in sequential mode, and
+//!   is used again after a switch back (variable mode resumes above every position reserved).
+//! * **Spread.** Positions a thread gives up unused (it exits, or turns to another generator) are
+//!   skipped; which positions are used then follows the pattern of the calls. The block size
+//!   varies with a hash of the position where the block starts, so that no pattern of calls
+//!   keeps landing on the same partitions: with one fixed size (63), a thread that took a block,
+//!   used two of its ids and turned away, over and over, filled half the partitions 1.2× and the
+//!   others 0.8×; with the varying size that stays within the 10 % the test allows, and two
+//!   threads, alternating generators, thread pools and short-lived threads fill the 16
+//!   partitions evenly (tests/locality.rs).
+//! * **Identity.** A block is tagged with the generator's number (never reused in a process,
+//!   unlike an address) and the process's fork generation ([`crate::shm::fork_generation`]): a
+//!   forked child never continues a block its parent continues. Blocks are used only where
+//!   every fork is counted, including forks made without the `pthread_atfork` handlers (through
+//!   a `MADV_WIPEONFORK` page, Linux 4.14 and later); elsewhere each id takes its position from
+//!   the shared word.
+//! * **Signal handlers.** `next` marks the thread's block busy while it reads and writes it; a
+//!   `next` in a signal handler that interrupted it finds the mark and takes its position from
+//!   the shared word, leaving the block alone.
+//!
 //! # Uniqueness
 //!
-//! Two ids differ if they differ in millisecond, process id, MAC fragment or counter. A generator
-//! issues fewer than 2^32 ids per millisecond, so its counter does not repeat within one. The
+//! Two ids differ if they differ in millisecond, process id, MAC fragment or counter. Every
+//! position is handed out once, by a read-modify-write of the shared word (alone, or as part of
+//! a block), and positions of one mode less than 2^32 apart have distinct counters. A generator
+//! moves through fewer than 2^32 positions per millisecond, so its counter does not repeat
+//! within one; an id uses its position within nanoseconds of taking it, or, from a block, only
+//! while the shared word is less than 2^31 positions past it. On a frozen clock
+//! ([`ManualClock`](crate::ManualClock), `--at`) a thread alone, or alternating generators,
+//! repeats an id after 2^32 ids; threads sharing a generator skip the positions of blocks given
+//! up, so they can repeat one after fewer ids (2^32 positions, at most 62 skipped per block
+//! given up). The
 //! argument holds for processes only if **no two processes share both a pid (mod 65,536) and the
 //! last 28 bits of a MAC address**, and within a process only for **one generator**: two
 //! generators with the same pid and MAC fragment can issue the same id in the same millisecond (in
@@ -149,10 +194,11 @@
 //! (on the command line: `--pid`, `--mac` or `IDFORGE_PID`, `IDFORGE_MAC`). That gives 2^44
 //! distinct generators.
 
+use std::cell::Cell;
 use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{compiler_fence, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use md5::{Digest, Md5};
@@ -202,10 +248,19 @@ pub const TIME_BITS: u32 = 48;
 pub const BUCKET_MS: u64 = 600_000;
 
 const MS_MASK: u128 = (1 << TIME_BITS) - 1;
-/// Mode bit in the generator's state word; the counter's position sits in the high 32 bits, so
-/// adding `1 << 32` wraps the position modulo 2^32 and never touches the mode.
+/// Mode bit in the generator's state word; the counter's *position*, a 63-bit count, sits in the
+/// bits above it, so adding `n << POSITION_SHIFT` moves the position and never touches the mode.
+/// The counter is the position's low 32 bits through [`counter_at`]; the high bits tell a
+/// position from the one 2^32 before it, which a thread's block needs (see [`LAP_LIMIT`]).
 const SEQUENTIAL_BIT: u64 = 1;
-const COUNTER_SHIFT: u32 = 32;
+const POSITION_SHIFT: u32 = 1;
+/// The fewest variable-mode positions a thread reserves at a time, once it has seen another
+/// thread take positions of the same generator; [`block_size`] picks 32 to 63.
+const BLOCK_MIN: u64 = 32;
+/// A thread issues a position of its block only while the state word is less than this many
+/// positions past it: a block left unused while other threads took 2^32 positions would hold
+/// counter values they issue again.
+const LAP_LIMIT: u64 = 1 << 31;
 
 /// How a generator steps and writes its counter.
 ///
@@ -715,11 +770,11 @@ const fn middle(pid: u16, mac_fragment: u32) -> u128 {
 const W_STATE: usize = 0;
 /// The 10-minute bucket (Unix ms / [`BUCKET_MS`]) last seeded, plus one (0: none yet).
 const W_BUCKET: usize = 1;
-/// The counter when sequential mode was last left.
+/// The position when sequential mode was last left.
 const W_RESUME: usize = 2;
 /// The switch lock: 0 when free, else the process id of the holder.
 const W_LOCK: usize = 3;
-/// The counter when variable mode was last left.
+/// The position when variable mode was last left: above every block reserved before.
 const W_VAR_RESUME: usize = 4;
 
 /// Holds the switch lock of a generator's shared page; released on drop.
@@ -760,7 +815,8 @@ impl Drop for SwitchLock<'_> {
     }
 }
 
-/// Makes Locality UUIDs: one `fetch_add` per id, no lock. Share it between
+/// Makes Locality UUIDs: one `fetch_add` per id, or, for threads sharing it, one
+/// `compare_exchange` per block of 32 to 63 ids (see the module docs); no lock. Share it between
 /// threads (`&` or `Arc`); make one per process ([`shared`]) unless you give each its own pid or
 /// MAC fragment.
 ///
@@ -781,10 +837,13 @@ impl Drop for SwitchLock<'_> {
 pub struct LocalityGenerator<C: Clock = SystemClock> {
     clock: C,
     /// A page a forked child shares with its parent (a private copy of the counter would let
-    /// both issue the same ids): word 0 is `counter << 32 | mode`, one word so each id's counter
-    /// value and mode come from one atomic read-modify-write; then the sequential-mode bucket,
-    /// the resume value and the switch lock.
+    /// both issue the same ids): word 0 is `position << 1 | mode`, one word so each position
+    /// and its mode come from one atomic read-modify-write; then the sequential-mode bucket,
+    /// the resume values and the switch lock.
     words: SharedWords,
+    /// This generator's number in the process, which thread blocks are tagged with (never reused,
+    /// unlike an address); 0 when this process cannot have thread blocks (see `assemble`).
+    number: u64,
     /// Bytes 4 to 9, the same in every id.
     middle: u128,
     pid: u16,
@@ -870,12 +929,21 @@ impl<C: Clock> LocalityGenerator<C> {
         let words = SharedWords::new()?;
         // Variable mode: the position whose counter is `counter`.
         words.word(W_STATE).store(
-            u64::from(counter.wrapping_mul(PRIME_INVERSE)) << COUNTER_SHIFT,
+            u64::from(counter.wrapping_mul(PRIME_INVERSE)) << POSITION_SHIFT,
             Ordering::Relaxed,
         );
+        // Thread blocks need every fork counted, also forks made without the `pthread_atfork`
+        // handlers: a child must never go on with a block its parent goes on with too. Where
+        // that cannot be known, each id takes its position from the shared word.
+        let number = if crate::shm::forks_always_counted() {
+            NEXT_GENERATOR.fetch_add(1, Ordering::Relaxed)
+        } else {
+            0
+        };
         let g = Self {
             clock,
             words,
+            number,
             middle: middle(pid, mac),
             pid,
             mac,
@@ -891,7 +959,8 @@ impl<C: Clock> LocalityGenerator<C> {
         self.words.word(W_STATE)
     }
 
-    /// The next id: step the counter (one `fetch_add`), read the clock, assemble.
+    /// The next id: take a position (from this thread's block, or one `fetch_add` of the shared
+    /// word), read the clock, assemble.
     ///
     /// ```
     /// use idforge::schemes::locality::{LocalityGenerator, PRIME};
@@ -909,12 +978,35 @@ impl<C: Clock> LocalityGenerator<C> {
     /// ```
     #[inline]
     pub fn next(&self) -> LocalityUuid {
-        // Relaxed is enough: every id's counter value comes from its own read-modify-write of
-        // `state`, and all of those sit in the one modification order of that location whatever
-        // their ordering; no other memory is published through it.
-        let (counter, mode) = take_counter(self.state());
+        let (position, mode) = if self.number == 0 {
+            take_one(self.state())
+        } else {
+            THREAD_BLOCK.with(|b| self.take_position(b))
+        };
         let unix_ms = self.clock.now_ns() / 1_000_000;
-        LocalityUuid::compose(counter, mode, self.middle, unix_ms)
+        LocalityUuid::compose(
+            counter_at(position as u32, mode),
+            mode,
+            self.middle,
+            unix_ms,
+        )
+    }
+
+    /// This id's position, through this thread's block `b`. `b.busy` is set while `b` is read
+    /// and written: a signal handler that interrupts this and makes an id itself finds it set
+    /// and takes its position from the shared word alone, leaving `b` as the interrupted code
+    /// sees it (the fences keep the compiler from moving any access of `b` out of that span).
+    #[inline(always)]
+    fn take_position(&self, b: &ThreadBlock) -> (u64, CounterMode) {
+        if b.busy.get() {
+            return take_one(self.state());
+        }
+        b.busy.set(true);
+        compiler_fence(Ordering::SeqCst);
+        let taken = take_position(self.state(), b, self.number, crate::shm::fork_generation);
+        compiler_fence(Ordering::SeqCst);
+        b.busy.set(false);
+        taken
     }
 
     /// Switches to sequential mode (see the module docs for the exact semantics): from variable
@@ -939,22 +1031,24 @@ impl<C: Clock> LocalityGenerator<C> {
         let unix_ms = self.clock.now_ns() / 1_000_000;
         let bucket = unix_ms / BUCKET_MS;
         let start = if self.words.word(W_BUCKET).load(Ordering::Relaxed) == bucket + 1 {
-            self.words.word(W_RESUME).load(Ordering::Relaxed) as u32
+            self.words.word(W_RESUME).load(Ordering::Relaxed)
         } else {
             self.words
                 .word(W_BUCKET)
                 .store(bucket + 1, Ordering::Relaxed);
-            sequential_seed(unix_ms)
+            u64::from(sequential_seed(unix_ms))
         };
         // A swap, not a store: every variable-mode step taken until now is in `before`, so
         // variable mode later continues above all of them.
+        // Every thread block lies below `before`'s position too: variable mode resumes above
+        // them, so a block left unfinished stays its thread's alone.
         let before = self.state().swap(
-            (u64::from(start) << COUNTER_SHIFT) | SEQUENTIAL_BIT,
+            (start << POSITION_SHIFT) | SEQUENTIAL_BIT,
             Ordering::Relaxed,
         );
         self.words
             .word(W_VAR_RESUME)
-            .store(before >> COUNTER_SHIFT, Ordering::Relaxed);
+            .store(before >> POSITION_SHIFT, Ordering::Relaxed);
     }
 
     /// Switches to variable mode, continuing from where variable mode was left (or, if it never
@@ -980,10 +1074,10 @@ impl<C: Clock> LocalityGenerator<C> {
         let resume = self.words.word(W_VAR_RESUME).load(Ordering::Relaxed);
         let before = self
             .state()
-            .swap(resume << COUNTER_SHIFT, Ordering::Relaxed);
+            .swap(resume << POSITION_SHIFT, Ordering::Relaxed);
         self.words
             .word(W_RESUME)
-            .store(before >> COUNTER_SHIFT, Ordering::Relaxed);
+            .store(before >> POSITION_SHIFT, Ordering::Relaxed);
     }
 
     /// The current mode.
@@ -998,7 +1092,9 @@ impl<C: Clock> LocalityGenerator<C> {
         mode_of(self.state().load(Ordering::Relaxed))
     }
 
-    /// The counter's current value: the last id used it (or, before the first id, the start).
+    /// The counter at the shared word's position: the last id's counter when one thread uses the
+    /// generator (or, before the first id, the start); with threads holding blocks, the counter
+    /// of the last position reserved.
     ///
     /// ```
     /// use idforge::schemes::locality::{LocalityGenerator, PRIME};
@@ -1011,7 +1107,7 @@ impl<C: Clock> LocalityGenerator<C> {
     /// ```
     pub fn counter(&self) -> u32 {
         let state = self.state().load(Ordering::Relaxed);
-        counter_at((state >> COUNTER_SHIFT) as u32, mode_of(state))
+        counter_at((state >> POSITION_SHIFT) as u32, mode_of(state))
     }
 
     /// The pid written into every id.
@@ -1054,22 +1150,122 @@ impl<C: Clock> LocalityGenerator<C> {
     }
 }
 
-/// The counter's one lock-free step, over any cell with a `fetch_add` (the real `AtomicU64`, or
-/// loom's in the model test): take the next position, and return the counter value this id owns
-/// (from that position, in the mode the same `fetch_add` read) and that mode.
+/// One position straight from the shared state word (one `fetch_add`), over any cell with a
+/// `fetch_add` (the real `AtomicU64`, or loom's in the model test): the position this id owns and
+/// the mode the same `fetch_add` read. Relaxed is enough: every position comes from its own
+/// read-modify-write of the one word, and all of those sit in that word's one modification
+/// order whatever their ordering; no other memory is published through it.
 #[inline]
-fn take_counter<A: CounterCell>(state: &A) -> (u32, CounterMode) {
-    let before = state.fetch_add_relaxed(1 << COUNTER_SHIFT);
-    let mode = mode_of(before);
-    (
-        counter_at(((before >> COUNTER_SHIFT) as u32).wrapping_add(1), mode),
-        mode,
-    )
+fn take_one<A: CounterCell>(state: &A) -> (u64, CounterMode) {
+    let before = state.fetch_add_relaxed(1 << POSITION_SHIFT);
+    ((before >> POSITION_SHIFT) + 1, mode_of(before))
 }
 
-/// What [`take_counter`] needs of its cell.
+/// The next position of the generator numbered `number` for the thread whose block is `b`;
+/// `fork` reads the process's fork generation ([`crate::shm::fork_generation`]), only when a
+/// block is used or reserved.
+///
+/// * The block's next position, if `b` belongs to this generator and process, has one left, the
+///   generator is in variable mode and its state word is less than [`LAP_LIMIT`] past it (one
+///   relaxed load of the state word, which other threads write once per block).
+/// * Otherwise, if this thread has seen another take positions of this generator between two of
+///   its own reservations, and the mode is variable: a new block of [`block_size`] positions (one
+///   `compare_exchange` of the state word, which fails rather than take positions of sequential
+///   mode).
+/// * Otherwise one position (one `fetch_add`, in either mode), as without blocks. A thread alone
+///   on a generator, or alternating between generators, always takes its positions so: each id
+///   is the one before plus `PRIME` (or 1), and no position is left unused.
+///
+/// Positions are handed out only by the state word's read-modify-writes: a position is in one
+/// thread's block, or one id's, never two. A block of a variable-mode stretch survives a switch
+/// to sequential mode unused and is taken up again when the generator is back in variable mode,
+/// which resumes above it. A block of another generator or process is never continued (its
+/// number or fork generation differs), nor one the state word has lapped.
+#[inline(always)]
+fn take_position<A: CounterCell>(
+    state: &A,
+    b: &ThreadBlock,
+    number: u64,
+    fork: impl Fn() -> u64,
+) -> (u64, CounterMode) {
+    let ours = b.generator.get() == number;
+    let next = b.next.get();
+    let end = b.end.get();
+    if ours && next != end && b.fork.get() == fork() {
+        let seen = state.load_relaxed();
+        if mode_of(seen) == CounterMode::Variable
+            && ((seen >> POSITION_SHIFT) + 1).wrapping_sub(next) < LAP_LIMIT
+        {
+            b.next.set(next + 1);
+            return (next, CounterMode::Variable);
+        }
+    }
+    // The last position this thread reserved from this generator (meaningful when `ours`).
+    let last = end.wrapping_sub(1);
+    if ours && b.contended.get() {
+        if let Some(first) = reserve_block(state, b, fork(), last) {
+            return (first, CounterMode::Variable);
+        }
+    }
+    let (position, mode) = take_one(state);
+    if mode == CounterMode::Variable {
+        // An empty block: it tells the next call which generator and position came last. (Its
+        // fork generation is not needed: a block with positions left sets its own.)
+        // When `ours`, `contended` is already false (or a block was not reserved because the
+        // mode was sequential a moment ago; staying true then only makes the next reservation a
+        // block): a thread alone stores only `next` and `end`.
+        let contended = ours && position - 1 != last;
+        if contended || !ours {
+            b.contended.set(contended);
+            b.generator.set(number);
+        }
+        b.next.set(position + 1);
+        b.end.set(position + 1);
+    }
+    (position, mode)
+}
+
+/// A new block for this thread, in variable mode only (a `compare_exchange` of the state word,
+/// retried while it stays in variable mode): its first position, the rest left in `b`. `last` is
+/// the last position this thread reserved before.
+#[cold]
+#[inline(never)]
+fn reserve_block<A: CounterCell>(state: &A, b: &ThreadBlock, fork: u64, last: u64) -> Option<u64> {
+    let mut seen = state.load_relaxed();
+    while mode_of(seen) == CounterMode::Variable {
+        let size = block_size(seen >> POSITION_SHIFT);
+        match state.compare_exchange_relaxed(seen, seen + (size << POSITION_SHIFT)) {
+            Ok(_) => {
+                let first = (seen >> POSITION_SHIFT) + 1;
+                b.fork.set(fork);
+                b.next.set(first + 1);
+                b.end.set(first + size);
+                // Still shared, if another thread reserved since this thread's last.
+                b.contended.set(first - 1 != last);
+                return Some(first);
+            }
+            Err(now) => seen = now,
+        }
+    }
+    None
+}
+
+/// How many positions a block reserved after `position` holds: 32 to 63, from the top bits of a
+/// multiplicative hash of the position. A thread may give its block up after a few ids (it
+/// exits, or turns to another generator); with one fixed size the positions used would then
+/// follow the pattern of the calls, and a pattern in step with the size would fill some of the
+/// 16 partitions and starve others. With the size varying this way, where the next block
+/// starts, and so which partitions its first ids fall in, does not follow any pattern of calls.
+#[inline]
+fn block_size(position: u64) -> u64 {
+    BLOCK_MIN + (position.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 59)
+}
+
+/// What [`take_position`] needs of the state word.
 trait CounterCell {
     fn fetch_add_relaxed(&self, v: u64) -> u64;
+    fn load_relaxed(&self) -> u64;
+    fn compare_exchange_relaxed(&self, current: u64, new: u64) -> Result<u64, u64>;
 }
 
 impl CounterCell for AtomicU64 {
@@ -1077,6 +1273,53 @@ impl CounterCell for AtomicU64 {
     fn fetch_add_relaxed(&self, v: u64) -> u64 {
         self.fetch_add(v, Ordering::Relaxed)
     }
+    #[inline]
+    fn load_relaxed(&self) -> u64 {
+        self.load(Ordering::Relaxed)
+    }
+    #[inline]
+    fn compare_exchange_relaxed(&self, current: u64, new: u64) -> Result<u64, u64> {
+        self.compare_exchange_weak(current, new, Ordering::Relaxed, Ordering::Relaxed)
+    }
+}
+
+/// The process's next generator number: tells a thread's block which generator it belongs to.
+static NEXT_GENERATOR: AtomicU64 = AtomicU64::new(1);
+
+/// Positions this thread reserved from one generator's state word with one read-modify-write,
+/// issued one by one: `next..end` are left.
+struct ThreadBlock {
+    /// Set while `next` uses the block (a signal handler finding it set leaves the block alone).
+    busy: Cell<bool>,
+    /// The generator's number (0: none).
+    generator: Cell<u64>,
+    /// The process's fork generation when reserved: a forked child never continues a block it
+    /// inherited (its parent does).
+    fork: Cell<u64>,
+    next: Cell<u64>,
+    end: Cell<u64>,
+    /// Whether another thread took positions of this generator between this thread's last two
+    /// reservations: then the next reservation is a block.
+    contended: Cell<bool>,
+}
+
+impl ThreadBlock {
+    const fn none() -> ThreadBlock {
+        ThreadBlock {
+            busy: Cell::new(false),
+            generator: Cell::new(0),
+            fork: Cell::new(0),
+            next: Cell::new(0),
+            end: Cell::new(0),
+            contended: Cell::new(false),
+        }
+    }
+}
+
+thread_local! {
+    /// This thread's block of the generator it used last. Constant-initialised and without a
+    /// destructor, so reading it needs no registration (also from a signal handler).
+    static THREAD_BLOCK: ThreadBlock = const { ThreadBlock::none() };
 }
 
 #[inline]
@@ -1259,67 +1502,116 @@ pub fn shared() -> &'static LocalityGenerator {
     GEN.get_or_init(LocalityGenerator::new)
 }
 
-/// Loom model of the counter step: every interleaving of threads taking counter values (and of a
-/// thread switching the mode, as `use_sequential`/`use_variable` do) gives each id its own
-/// counter value. Built only with `--cfg loom`: `RUSTFLAGS="--cfg loom" cargo test -p idforge --lib
-/// loom_model`, as `.ci/run` does.
+/// Loom model of the position protocol: every interleaving of threads taking positions (from
+/// their own blocks, with new blocks by `compare_exchange` and single positions by `fetch_add`)
+/// and of a thread switching the mode there and back, as `use_sequential`/`use_variable` do,
+/// gives each id its own position in its mode. Built only with `--cfg loom`:
+/// `RUSTFLAGS="--cfg loom" cargo test -p idforge --lib loom_model`, as `.ci/run` does.
 #[cfg(all(test, loom))]
 mod loom_model {
     use super::*;
     use loom::sync::atomic::{AtomicU64 as LoomU64, Ordering as LoomOrdering};
     use loom::sync::Arc;
 
-    struct Cell(LoomU64);
+    struct Word(LoomU64);
 
-    impl CounterCell for Cell {
+    impl CounterCell for Word {
         fn fetch_add_relaxed(&self, v: u64) -> u64 {
             self.0.fetch_add(v, LoomOrdering::Relaxed)
         }
+        fn load_relaxed(&self) -> u64 {
+            self.0.load(LoomOrdering::Relaxed)
+        }
+        fn compare_exchange_relaxed(&self, current: u64, new: u64) -> Result<u64, u64> {
+            self.0
+                .compare_exchange_weak(current, new, LoomOrdering::Relaxed, LoomOrdering::Relaxed)
+        }
     }
 
-    fn distinct(mut v: Vec<(u32, CounterMode)>) {
+    /// A thread's block of generator 1, process generation 0, which (if `contended`) reserves a
+    /// block at its first id, as after having seen another thread.
+    fn block(contended: bool) -> ThreadBlock {
+        let b = ThreadBlock::none();
+        b.generator.set(1);
+        b.contended.set(contended);
+        b
+    }
+
+    fn take(word: &Word, b: &ThreadBlock) -> (u64, CounterMode) {
+        take_position(word, b, 1, || 0)
+    }
+
+    fn distinct(mut v: Vec<(u64, CounterMode)>) {
         let n = v.len();
-        v.sort_by_key(|(c, m)| (*c, *m as u8));
+        v.sort_by_key(|(p, m)| (*p, *m as u8));
         v.dedup();
-        assert_eq!(v.len(), n, "two ids took the same counter value");
+        assert_eq!(v.len(), n, "two ids took the same position");
+    }
+
+    /// Every interleaving with at most `bound` preemptions (unbounded, these models run for many
+    /// minutes; loom's own advice is that 2 or 3 find almost every bug).
+    fn model(bound: usize, f: impl Fn() + Sync + Send + 'static) {
+        let mut model = loom::model::Builder::new();
+        model.preemption_bound = Some(bound);
+        model.check(f);
     }
 
     #[test]
-    fn threads_taking_counter_values_never_share_one() {
-        for (threads, takes) in [(2usize, 2usize), (3, 1)] {
-            loom::model(move || {
-                let cell = Arc::new(Cell(LoomU64::new(7u64 << COUNTER_SHIFT)));
-                let hs: Vec<_> = (0..threads)
-                    .map(|_| {
-                        let cell = cell.clone();
+    fn threads_taking_positions_never_share_one() {
+        // Both threads reserve blocks (compare_exchange), or one takes single positions
+        // (fetch_add) and then a block while the other takes from its block.
+        for contended in [[true, true], [true, false]] {
+            model(3, move || {
+                let word = Arc::new(Word(LoomU64::new(7 << POSITION_SHIFT)));
+                let hs: Vec<_> = (0..2)
+                    .map(|t| {
+                        let word = word.clone();
                         loom::thread::spawn(move || {
-                            (0..takes).map(|_| take_counter(&*cell)).collect::<Vec<_>>()
+                            let b = block(contended[t]);
+                            (0..2).map(|_| take(&word, &b)).collect::<Vec<_>>()
                         })
                     })
                     .collect();
                 let all: Vec<_> = hs.into_iter().flat_map(|h| h.join().unwrap()).collect();
+                assert!(all.iter().all(|(p, _)| *p > 7));
                 distinct(all);
             });
         }
     }
 
     #[test]
-    fn a_mode_switch_racing_two_takers() {
-        loom::model(|| {
-            let cell = Arc::new(Cell(LoomU64::new(7u64 << COUNTER_SHIFT)));
-            let takers: Vec<_> = (0..2)
-                .map(|_| {
-                    let cell = cell.clone();
-                    loom::thread::spawn(move || take_counter(&*cell))
+    fn a_mode_round_trip_racing_a_thread_with_a_block() {
+        // A thread reserves a block and takes from it while another switches to sequential mode
+        // and back and takes ids in between: variable mode resumes above the block.
+        model(3, || {
+            let word = Arc::new(Word(LoomU64::new(7 << POSITION_SHIFT)));
+            let taker = {
+                let word = word.clone();
+                loom::thread::spawn(move || {
+                    let b = block(true);
+                    (0..2).map(|_| take(&word, &b)).collect::<Vec<_>>()
                 })
-                .collect();
-            // The switch to sequential mode is a fetch_or of the mode bit here (the generator
-            // stores a reseeded value under its lock; the race with takers is the same).
-            cell.0.fetch_or(SEQUENTIAL_BIT, LoomOrdering::Relaxed);
-            let mut all: Vec<_> = takers.into_iter().map(|h| h.join().unwrap()).collect();
-            all.push(take_counter(&*cell));
-            // Every id stepped the counter past its start, and no two share a value.
-            assert!(all.iter().all(|(c, _)| *c != 7));
+            };
+            // use_sequential: swap in a sequential position (1,000), keep where variable mode
+            // was; use_variable: swap that back.
+            let before = word.0.swap(
+                (1_000 << POSITION_SHIFT) | SEQUENTIAL_BIT,
+                LoomOrdering::Relaxed,
+            );
+            let b = block(true);
+            let mut all = vec![take(&word, &b)];
+            word.0.swap(
+                (before >> POSITION_SHIFT) << POSITION_SHIFT,
+                LoomOrdering::Relaxed,
+            );
+            all.push(take(&word, &b));
+            all.extend(taker.join().unwrap());
+            for (p, m) in &all {
+                match m {
+                    CounterMode::Variable => assert!(*p > 7),
+                    CounterMode::Sequential => assert!(*p > 1_000),
+                }
+            }
             distinct(all);
         });
     }
@@ -1337,6 +1629,80 @@ mod tests {
 
     fn at(ms: u64) -> ManualClock {
         ManualClock::new(ms * 1_000_000)
+    }
+
+    /// Makes this thread hold a block of `g` (a thread reserves one after it saw another thread
+    /// take a position between two of its own) and returns the block's next position.
+    fn hold_a_block(g: &LocalityGenerator<ManualClock>) -> u64 {
+        g.next();
+        std::thread::scope(|s| {
+            s.spawn(|| g.next());
+        });
+        g.next();
+        g.next();
+        THREAD_BLOCK.with(|b| {
+            assert_eq!(b.generator.get(), g.number);
+            assert!(b.end.get() - b.next.get() >= BLOCK_MIN - 1, "no block held");
+            b.next.get()
+        })
+    }
+
+    fn position_of(id: LocalityUuid) -> u32 {
+        id.counter_reversed().unwrap().wrapping_mul(PRIME_INVERSE)
+    }
+
+    #[test]
+    fn a_signal_handler_interrupting_next_never_takes_the_position_it_was_taking() {
+        // A handler runs `next` while the interrupted `next` has marked the block busy and read
+        // its next position, not yet written it back: the handler must take its position from
+        // the state word and leave the block as it was. (Thread-local blocks without the mark
+        // repeated 7 ids in 59 million with a handler issuing ids.)
+        let g = LocalityGenerator::builder()
+            .clock(at(SEQ_MS))
+            .build()
+            .unwrap();
+        let interrupted = hold_a_block(&g);
+        let from_handler = THREAD_BLOCK.with(|b| {
+            b.busy.set(true);
+            let id = g.next();
+            assert_eq!(b.next.get(), interrupted, "the handler used the block");
+            b.busy.set(false);
+            id
+        });
+        assert_ne!(
+            u64::from(position_of(from_handler)),
+            interrupted & 0xffff_ffff
+        );
+        // Past the busy mark, the block gives the position the interrupted call would have.
+        assert_eq!(u64::from(position_of(g.next())), interrupted & 0xffff_ffff);
+    }
+
+    #[test]
+    fn a_block_the_state_word_has_lapped_is_given_up() {
+        // Other threads took 2^31 positions while this one held its block: the block's counter
+        // values come round again soon, so its positions must not be issued any more.
+        let g = LocalityGenerator::builder()
+            .clock(at(SEQ_MS))
+            .build()
+            .unwrap();
+        let held = hold_a_block(&g);
+        let before = g
+            .state()
+            .fetch_add(LAP_LIMIT << POSITION_SHIFT, Ordering::Relaxed);
+        let id = g.next();
+        assert_ne!(u64::from(position_of(id)), held & 0xffff_ffff);
+        assert_eq!(
+            u64::from(position_of(id)),
+            ((before >> POSITION_SHIFT) + LAP_LIMIT + 1) & 0xffff_ffff,
+            "the id should come from the state word"
+        );
+    }
+
+    #[test]
+    fn block_sizes_are_32_to_63_and_vary() {
+        let sizes: std::collections::HashSet<u64> = (0..10_000u64).map(block_size).collect();
+        assert_eq!(sizes.len(), 32);
+        assert!(sizes.iter().all(|s| (32..=63).contains(s)));
     }
 
     #[test]

@@ -118,8 +118,9 @@ pub use words::{ProcessStamp, SharedWords};
 
 /// Fork detection shared by everything in a process that must not be copied into a child (a
 /// batch of reserved stamps, a ticker's thread, a fleet lease): `watch_forks` registers a
-/// `pthread_atfork` child handler once, `fork_generation` counts the forks that led here.
-pub use sys::{fork_generation, watch_forks};
+/// `pthread_atfork` child handler once, `fork_generation` counts the forks that led here, and
+/// `forks_always_counted` says whether it also counts forks made without those handlers.
+pub use sys::{fork_generation, forks_always_counted, watch_forks};
 
 /// ASCII bytes read as `&str` without validation (id text; see `text::Text`).
 pub(crate) use sys::AsciiBuf;

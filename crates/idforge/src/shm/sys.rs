@@ -81,6 +81,13 @@ pub fn watch_forks() -> bool {
     })
 }
 
+/// Whether every fork shows in [`fork_generation`], including a child made without the
+/// `pthread_atfork` handlers (`_Fork`, a raw `clone`): [`watch_forks`] registered its handler and
+/// the kernel supports the wipe-on-fork page (Linux 4.14 and later). Registers them if needed.
+pub fn forks_always_counted() -> bool {
+    watch_forks() && !WIPED_IN_CHILD.load(Ordering::Acquire).is_null()
+}
+
 /// How many forks led to this process (0 in the original process): two relaxed loads. Counted
 /// only once [`watch_forks`] has run; a child made without the `pthread_atfork` handlers is
 /// counted when it first asks, through the wipe-on-fork page (Linux 4.14 and later).
