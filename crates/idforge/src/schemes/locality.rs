@@ -91,7 +91,9 @@
 //!   used two of its ids and turned away, over and over, filled half the partitions 1.2× and the
 //!   others 0.8×; with the varying size that stays within the 10 % the test allows, and two
 //!   threads, alternating generators, thread pools and short-lived threads fill the 16
-//!   partitions evenly (tests/locality.rs).
+//!   partitions evenly (tests/locality.rs). This holds for call patterns that do not depend on
+//!   the ids: a thread that reads its ids and turns away whenever its block's next id would
+//!   start with `0` (the next is the last plus `PRIME`, so it can tell) starves that partition.
 //! * **Identity.** A block is tagged with the generator's number (never reused in a process,
 //!   unlike an address) and the process's fork generation ([`crate::shm::fork_generation`]): a
 //!   forked child never continues a block its parent continues. Blocks are used only where
@@ -111,9 +113,11 @@
 //! within one; an id uses its position within nanoseconds of taking it, or, from a block, only
 //! while the shared word is less than 2^31 positions past it. On a frozen clock
 //! ([`ManualClock`](crate::ManualClock), `--at`) a thread alone, or alternating generators,
-//! repeats an id after 2^32 ids; threads sharing a generator skip the positions of blocks given
-//! up, so they can repeat one after fewer ids (2^32 positions, at most 62 skipped per block
-//! given up). The
+//! repeats an id after 2^32 ids; threads sharing a generator can repeat one after about 2^31:
+//! a thread may still issue a position of its block while the state word is up to 2^31 positions
+//! past it, and the state word reaches that position's counter again 2^32 positions after the
+//! position, so only 2^31 + 2 positions after that late id (fewer ids still where blocks were
+//! given up, whose positions are skipped). The
 //! argument holds for processes only if **no two processes share both a pid (mod 65,536) and the
 //! last 28 bits of a MAC address**, and within a process only for **one generator**: two
 //! generators with the same pid and MAC fragment can issue the same id in the same millisecond (in
@@ -1750,6 +1754,36 @@ mod tests {
             max <= 1.05 && min >= 0.95,
             "{max:.3} / {min:.3}: {counts:?}"
         );
+    }
+
+    #[test]
+    fn on_a_frozen_clock_a_held_block_repeats_an_id_after_two_to_the_31_positions() {
+        // The documented limit, pinned: a block may still be used while the state word is up to
+        // 2^31 positions past it, so on a frozen clock the state word comes round to one of its
+        // counters only 2^31 + 2 positions after that id was issued (not 2^32). The jumps of the
+        // state word stand for other threads' positions.
+        let g = LocalityGenerator::builder()
+            .clock(at(SEQ_MS))
+            .build()
+            .unwrap();
+        let held = hold_a_block(&g);
+        let now = |g: &LocalityGenerator<ManualClock>| {
+            g.state().load(Ordering::Relaxed) >> POSITION_SHIFT
+        };
+        // Just short of the lap limit: the block is still used.
+        let jump = LAP_LIMIT - 2 - (now(&g) - held);
+        g.state()
+            .fetch_add(jump << POSITION_SHIFT, Ordering::Relaxed);
+        let late = g.next();
+        assert_eq!(u64::from(position_of(late)), held & 0xffff_ffff);
+        let issued_at = now(&g);
+        // Another thread takes the position 2^32 after the held one.
+        let jump = held + (1 << 32) - 1 - now(&g);
+        g.state()
+            .fetch_add(jump << POSITION_SHIFT, Ordering::Relaxed);
+        let again = std::thread::scope(|s| s.spawn(|| g.next()).join().unwrap());
+        assert_eq!(again, late);
+        assert_eq!(now(&g) - issued_at, LAP_LIMIT + 2);
     }
 
     #[test]
