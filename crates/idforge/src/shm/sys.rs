@@ -95,7 +95,11 @@ pub fn forks_always_counted() -> bool {
 pub fn fork_generation() -> u64 {
     let word = WIPED_IN_CHILD.load(Ordering::Relaxed);
     // SAFETY: non-null only once it points at the wipe-on-fork word, which is never unmapped.
-    if !word.is_null() && unsafe { &*word }.load(Ordering::Relaxed) == 0 {
+    // Acquire, paired with the Release store in `forked_without_handlers`: a thread that finds
+    // the mark another thread of a fork's child set must also see that thread's count, or it
+    // would read the parent's generation (on a weakly ordered CPU, or with the two loads
+    // reordered) and go on with a block the parent goes on with too. Free on x86.
+    if !word.is_null() && unsafe { &*word }.load(Ordering::Acquire) == 0 {
         return forked_without_handlers(word);
     }
     FORK_GENERATION.load(Ordering::Relaxed)
@@ -108,7 +112,8 @@ pub fn fork_generation() -> u64 {
 fn forked_without_handlers(word: *mut AtomicU64) -> u64 {
     let generation = FORK_GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
     // SAFETY: as in `fork_generation`: the word is mapped for the life of the process.
-    unsafe { &*word }.store(1, Ordering::Relaxed);
+    // Release: publishes the count above to threads that then find the mark (Acquire there).
+    unsafe { &*word }.store(1, Ordering::Release);
     generation
 }
 
