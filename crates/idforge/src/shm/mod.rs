@@ -136,7 +136,23 @@ fn io_err(path: &Path, action: &'static str, e: std::io::Error) -> Error {
     })
 }
 
-/// Whether a process with this id exists (it may belong to another user).
+/// Whether a process with this id exists (it may belong to another user) and has not exited:
+/// a zombie (exited, not yet reaped by its parent) is not alive. It still answers `kill(pid, 0)`,
+/// and a lock holder killed inside its critical section stays a zombie until its parent reaps
+/// it; counting it alive kept the parent's mode switch waiting on a lock no one held, for as
+/// long as the child went unreaped (for ever if the thread that reaps was the one waiting).
 pub(crate) fn process_alive(pid: u64) -> bool {
-    libc::pid_t::try_from(pid).is_ok_and(sys::process_exists)
+    libc::pid_t::try_from(pid).is_ok_and(|pid| sys::process_exists(pid) && !is_zombie(pid))
+}
+
+/// Whether `/proc` shows the process as a zombie (`Z`) or dead (`X`): the state field after the
+/// command name in parentheses, which may itself contain `)`. `false` where `/proc` cannot say.
+fn is_zombie(pid: libc::pid_t) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            stat.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().starts_with(['Z', 'X']))
+        })
+        .unwrap_or(false)
 }
