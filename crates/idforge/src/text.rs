@@ -293,7 +293,7 @@ pub fn encode(value: u128, bits: u32, format: Format) -> Text {
 /// digit with no table and no branch (`'0' + n`, plus the distance to `'a'` or `'A'` where
 /// `n >= 10`, found per byte as the carry of `n + 6` into bit 4).
 #[inline]
-const fn hex16(x: u64, upper: bool) -> u128 {
+pub(crate) const fn hex16(x: u64, upper: bool) -> u128 {
     const ONES: u128 = 0x0101_0101_0101_0101_0101_0101_0101_0101;
     let mut v = x as u128;
     v = (v | (v << 32)) & 0x0000_0000_FFFF_FFFF_0000_0000_FFFF_FFFF;

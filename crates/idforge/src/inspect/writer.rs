@@ -1153,20 +1153,20 @@ fn ms_of(ns: u128) -> u128 {
     }
 }
 
-/// Decimal: `itoa` while the value fits 64 bits; above, one division by 10^19 and its last
-/// 19 digits written at once ([`digits19`]): `itoa`'s 128-bit path writes two digits per step.
+/// Decimal: [`push_u64`] while the value fits 64 bits; above, one division by 10^19 and its
+/// last 19 digits written at once ([`digits19`]): `itoa`'s 128-bit path writes two digits per
+/// step.
 #[inline]
 fn push_u128(out: &mut Vec<u8>, n: u128) {
     const TEN19: u64 = 10_000_000_000_000_000_000;
-    let mut buf = itoa::Buffer::new();
     if let Ok(small) = u64::try_from(n) {
-        out.extend_from_slice(buf.format(small).as_bytes());
+        push_u64(out, small);
         return;
     }
     let high = n / u128::from(TEN19);
     let low = (n - high * u128::from(TEN19)) as u64;
     match u64::try_from(high) {
-        Ok(h) => out.extend_from_slice(buf.format(h).as_bytes()),
+        Ok(h) => push_u64(out, h),
         Err(_) => {
             // Below 2^128 / 10^19 < 4 * 10^19: one more digit, then 19.
             let mut rest = high;
@@ -1180,6 +1180,33 @@ fn push_u128(out: &mut Vec<u8>, n: u128) {
         }
     }
     out.extend_from_slice(&digits19(low));
+}
+
+/// Decimal of a 64-bit value: its 8-digit words ([`digits8`]), the first without its leading
+/// zeros. Each word is appended whole (eight bytes, a single store) and the line cut back to
+/// the digits: no copy of a length known only at run time (a call to `memmove`).
+#[inline]
+fn push_u64(out: &mut Vec<u8>, n: u64) {
+    const TEN8: u64 = 100_000_000;
+    // The first word: its digits moved to the front of the 8 bytes, the rest cut off.
+    let lead = |out: &mut Vec<u8>, x: u32| {
+        let digits = x.checked_ilog10().unwrap_or(0) as usize + 1;
+        let word = u64::from_le_bytes(digits8(x)) >> (8 * (8 - digits));
+        let len = out.len() + digits;
+        out.extend_from_slice(&word.to_le_bytes());
+        out.truncate(len);
+    };
+    if n < TEN8 {
+        lead(out, n as u32);
+    } else if n < TEN8 * TEN8 {
+        lead(out, (n / TEN8) as u32);
+        out.extend_from_slice(&digits8((n % TEN8) as u32));
+    } else {
+        let rest = n % (TEN8 * TEN8);
+        lead(out, (n / (TEN8 * TEN8)) as u32);
+        out.extend_from_slice(&digits8((rest / TEN8) as u32));
+        out.extend_from_slice(&digits8((rest % TEN8) as u32));
+    }
 }
 
 /// The 19 decimal digits of `x` (below 10^19), zero-padded.
@@ -1211,7 +1238,9 @@ fn digits8(x: u32) -> [u8; 8] {
     (digits + 0x3030_3030_3030_3030).to_le_bytes()
 }
 
-/// Lowercase hex of `v`, zero-padded to `width` digits (`{v:0width$x}`).
+/// Lowercase hex of `v`, zero-padded to `width` digits (`{v:0width$x}`). The digits are
+/// made left-aligned (the value shifted up first), appended as a whole 16- or 32-byte block
+/// and the line cut back to them: no copy of a run-time length.
 #[inline]
 fn push_hex(out: &mut Vec<u8>, v: u128, width: usize) {
     let digits = (128 - v.leading_zeros()).div_ceil(4).max(1) as usize;
@@ -1219,8 +1248,15 @@ fn push_hex(out: &mut Vec<u8>, v: u128, width: usize) {
         out.extend(std::iter::repeat_n(b'0', width - 32));
     }
     let n = digits.max(width).min(32);
-    let buf = text::hex32(v, false);
-    out.extend_from_slice(&buf[32 - n..]);
+    let len = out.len() + n;
+    if n <= 16 {
+        // `v` has at most n <= 16 digits: it fits 64 bits.
+        let word = text::hex16((v as u64) << (4 * (16 - n) as u32), false);
+        out.extend_from_slice(&word.to_be_bytes());
+    } else {
+        out.extend_from_slice(&text::hex32(v << (4 * (32 - n) as u32), false));
+    }
+    out.truncate(len);
 }
 
 /// The 32 uppercase hex digits of `v`.
@@ -1256,10 +1292,7 @@ fn push_wide_decimal(out: &mut Vec<u8>, hi: u32, lo: u128) {
     let q =
         (u128::from(quotient[0]) << 64 | u128::from(quotient[1])) << 64 | u128::from(quotient[2]);
     push_u128(out, q);
-    let mut buf = itoa::Buffer::new();
-    let r = buf.format(rem as u64);
-    out.extend(std::iter::repeat_n(b'0', 19 - r.len()));
-    out.extend_from_slice(r.as_bytes());
+    out.extend_from_slice(&digits19(rem as u64));
 }
 
 impl SecondCache {
@@ -1406,6 +1439,16 @@ mod tests {
             push_hex(&mut out, v, w);
             assert_eq!(String::from_utf8(out).unwrap(), format!("{v:0w$x}"));
         }
+        // Every length of value against every width, after text already in the line.
+        for bits in 0..=128u32 {
+            let v = u128::MAX.checked_shr(128 - bits).unwrap_or(0) ^ (bits as u128 * 0x1357);
+            let v = v & u128::MAX.checked_shr(128 - bits).unwrap_or(0);
+            for w in 0..=34 {
+                let mut out = b"x=".to_vec();
+                push_hex(&mut out, v, w);
+                assert_eq!(String::from_utf8(out).unwrap(), format!("x={v:0w$x}"));
+            }
+        }
     }
 
     #[test]
@@ -1414,6 +1457,7 @@ mod tests {
         let mut cases: Vec<u128> = vec![0, 9, 10, u128::from(u64::MAX), u128::from(u64::MAX) + 1];
         cases.extend([u128::MAX, u128::MAX - 1, 10u128.pow(38), 10u128.pow(38) - 1]);
         cases.extend([10u128.pow(19) * u128::from(u64::MAX), 10u128.pow(19) << 64]);
+        cases.extend((0..=38).flat_map(|k| [10u128.pow(k) - 1, 10u128.pow(k), 10u128.pow(k) + 1]));
         for _ in 0..20_000 {
             x ^= x << 13;
             x ^= x >> 7;
@@ -1422,9 +1466,9 @@ mod tests {
             cases.extend([wide, wide >> (x % 128), u128::from(x >> (x % 64))]);
         }
         for n in cases {
-            let mut out = Vec::new();
+            let mut out = b"n=".to_vec();
             push_u128(&mut out, n);
-            assert_eq!(String::from_utf8(out).unwrap(), n.to_string());
+            assert_eq!(String::from_utf8(out).unwrap(), format!("n={n}"));
         }
         // Each half of four digits is split in a lane of its own: every value of each half.
         let halves = (0..10_000).flat_map(|i| [i * 10_000 + 1_234, 5_678 * 10_000 + i]);
