@@ -617,6 +617,16 @@ fn parse_hex(t: &str, orig: &str) -> Result<u128, Error> {
         .strip_prefix("0x")
         .or_else(|| t.strip_prefix("0X"))
         .unwrap_or(t);
+    // Whole words of 8 digits (ObjectId's 24, a 64- or 128-bit id's 16 or 32) at once.
+    let b = digits.as_bytes();
+    if !b.is_empty() && b.len() <= 32 && b.len() % 8 == 0 {
+        let words = b.chunks_exact(8).try_fold(0u128, |v, w| {
+            hex8([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]).map(|x| v << 32 | u128::from(x))
+        });
+        if let Some(v) = words {
+            return Ok(v);
+        }
+    }
     if digits.is_empty() {
         return Err(malformed(orig, "no hex digits"));
     }

@@ -880,9 +880,19 @@ fn write_layout(
     // UUID text of a UUID scheme read at once; other text (and any check that fails) as
     // `inspect` reads it.
     let uuid_text = fast.uuid && matches!(format, None | Some(Format::Uuid));
-    let quick = uuid_text
+    let uuid = uuid_text
         .then(|| text::uuid_hex_fast(trimmed.as_bytes()))
-        .flatten()
+        .flatten();
+    // Other text as `layout_fields` reads it (nanots' timestamp text does not come here).
+    let value = uuid.map(Ok).unwrap_or_else(|| {
+        text::parse(
+            trimmed,
+            layout.bits,
+            format.or(fast.scheme.native_format(trimmed)),
+        )
+    });
+    let quick = value
+        .ok()
         .and_then(|v| fast.plan.read(v).map(|(parts, ns)| (v, parts, ns)));
     let (value, parts, unix_ns) = match quick {
         Some(read) => read,
@@ -890,7 +900,8 @@ fn write_layout(
     };
     // Lowercase canonical UUID text is its own canonical text.
     // (A fold, not `any`: no early exit, so the 36 bytes are a few vector compares.)
-    let own = quick.is_some()
+    let own = uuid.is_some()
+        && quick.is_some()
         && !trimmed
             .bytes()
             .fold(false, |up, b| up | b.is_ascii_uppercase());
