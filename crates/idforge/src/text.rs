@@ -248,9 +248,16 @@ pub fn encode(value: u128, bits: u32, format: Format) -> Text {
                 CROCKFORD
             };
             let n = base32_width(bits);
-            for i in 0..n {
-                t.buf
-                    .set(i, alphabet[((value >> (5 * (n - 1 - i))) & 0x1F) as usize]);
+            match n {
+                // The common widths with the loop unrolled (constant shifts).
+                26 => t.buf.put_slice(0, &base32_fixed::<26>(value, alphabet)),
+                13 => t.buf.put_slice(0, &base32_fixed::<13>(value, alphabet)),
+                _ => {
+                    for i in 0..n {
+                        t.buf
+                            .set(i, alphabet[((value >> (5 * (n - 1 - i))) & 0x1F) as usize]);
+                    }
+                }
             }
             t.len = n as u8;
         }
@@ -286,6 +293,17 @@ pub fn encode(value: u128, bits: u32, format: Format) -> Text {
         }
     }
     t
+}
+
+/// The `N` base32 characters of `value`'s low `5 * N` bits in `alphabet`, most significant
+/// first: [`encode`]'s loop for a width known when compiling (constant shifts, unrolled).
+#[inline]
+fn base32_fixed<const N: usize>(value: u128, alphabet: &[u8; 32]) -> [u8; N] {
+    let mut out = [0u8; N];
+    for (i, slot) in out.iter_mut().enumerate() {
+        *slot = alphabet[((value >> (5 * (N - 1 - i))) & 0x1F) as usize];
+    }
+    out
 }
 
 /// The 16 hex digits of `x`, most significant first, as the bytes of a big-endian `u128`: each
@@ -744,6 +762,31 @@ static XID_DIGITS: [u8; 256] = digit_table(BASE32HEX_LOWER, false, &[]);
 /// character-by-character reading then says which). One table load per character: the
 /// alphabet search it replaces was most of `inspect`'s time on ULID, xid and TSID text.
 fn fold_digits(text: &[u8], table: &[u8; 256]) -> Option<u128> {
+    // The common widths with the loop unrolled.
+    if let Ok(t) = <&[u8; 26]>::try_from(text) {
+        return fold_fixed(t, table);
+    }
+    if let Ok(t) = <&[u8; 13]>::try_from(text) {
+        return fold_fixed(t, table);
+    }
+    fold_any(text, table)
+}
+
+/// [`fold_digits`] of `N` characters, known when compiling: the loop unrolled, its shifts
+/// constant.
+#[inline]
+fn fold_fixed<const N: usize>(text: &[u8; N], table: &[u8; 256]) -> Option<u128> {
+    let mut v = 0u128;
+    let mut bad = 0u8;
+    for &c in text {
+        let d = table[usize::from(c)];
+        bad |= d;
+        v = (v << 5) | u128::from(d & 0x1F);
+    }
+    (bad & 0xE0 == 0).then_some(v)
+}
+
+fn fold_any(text: &[u8], table: &[u8; 256]) -> Option<u128> {
     let mut v = 0u128;
     let mut bad = 0u8;
     for &c in text {

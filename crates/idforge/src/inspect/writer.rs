@@ -69,6 +69,8 @@ pub struct Inspector {
 struct CachedHint {
     version: u8,
     layouts: &'static [&'static str],
+    /// For the end of a JSON line with a note and no hint, the note (`text` is then empty).
+    note: Option<&'static str>,
     text: String,
     /// The end of a JSON object with this hint: `,"layouts":[...],"hint":"..."}`.
     json_tail: Vec<u8>,
@@ -253,8 +255,18 @@ impl Inspector {
                         return self.write_any_uuid(trimmed, value, json, out);
                     }
                 }
-                if format.is_none() && ksuid::looks_like_ksuid(trimmed) {
-                    return self.write_ksuid(trimmed, false, json, out);
+                if format.is_none() {
+                    // TypeID text with a prefix, as the table reading takes it: a '_' with 26
+                    // characters after it, no '-' (so no UUID), not 27 alphanumerics (no
+                    // KSUID): what the shape checks below would find.
+                    if let Some(read @ (prefix, _)) = text::typeid_fast(trimmed) {
+                        if !prefix.is_empty() {
+                            return self.write_typeid_read(trimmed, Some(read), false, json, out);
+                        }
+                    }
+                    if ksuid::looks_like_ksuid(trimmed) {
+                        return self.write_ksuid(trimmed, false, json, out);
+                    }
                 }
                 let typeid_text = match format {
                     Some(f) => f == Format::TypeId,
@@ -449,12 +461,24 @@ impl Inspector {
 
     /// TypeID text, as [`super::inspect`] reads it (`named`: the scheme `typeid` was given).
     fn write_typeid(&mut self, trimmed: &str, named: bool, json: bool, out: &mut Vec<u8>) -> bool {
-        // Text the table reading takes is lowercase TypeID text with a prefix of the spec and
-        // a suffix of at most 128 bits: what `TypeIdPrefix::encode` would write again.
         let quick = match self.format {
             None | Some(Format::TypeId) => text::typeid_fast(trimmed),
             Some(_) => None,
         };
+        self.write_typeid_read(trimmed, quick, named, json, out)
+    }
+
+    /// [`Inspector::write_typeid`] with the table reading of the text already made (`quick`:
+    /// lowercase TypeID text with a prefix of the spec and a suffix of at most 128 bits, what
+    /// `TypeIdPrefix::encode` would write again).
+    fn write_typeid_read(
+        &mut self,
+        trimmed: &str,
+        quick: Option<(&str, u128)>,
+        named: bool,
+        json: bool,
+        out: &mut Vec<u8>,
+    ) -> bool {
         let parsed = match (quick, self.format) {
             (Some(read), _) => Ok(read),
             (None, None | Some(Format::TypeId)) => text::parse_typeid(trimmed, trimmed),
@@ -669,15 +693,46 @@ fn finish(
     rewrite: &(dyn Fn(&str) -> String + Send + Sync),
     version: u8,
     layouts: &'static [&'static str],
-    note: Option<&str>,
+    note: Option<&'static str>,
 ) {
     if layouts.is_empty() {
-        e.end::<&str>(&[], note, None);
+        match note {
+            // A JSON line's end with a note: made once per note.
+            Some(n) if e.json => {
+                let at = match cache
+                    .iter()
+                    .position(|h| h.note.is_some_and(|c| std::ptr::eq(c, n)))
+                {
+                    Some(at) => at,
+                    None => {
+                        let mut json_tail = Vec::new();
+                        let mut clock = Clock::new();
+                        Emit {
+                            out: &mut json_tail,
+                            json: true,
+                            clock: &mut clock,
+                        }
+                        .end::<&str>(&[], note, None);
+                        cache.push(CachedHint {
+                            version,
+                            layouts,
+                            note,
+                            text: String::new(),
+                            json_tail,
+                            withheld_at: None,
+                        });
+                        cache.len() - 1
+                    }
+                };
+                e.out.extend_from_slice(&cache[at].json_tail);
+            }
+            _ => e.end::<&str>(&[], note, None),
+        }
         return;
     }
     let at = match cache
         .iter()
-        .position(|h| h.version == version && std::ptr::eq(h.layouts, layouts))
+        .position(|h| h.note.is_none() && h.version == version && std::ptr::eq(h.layouts, layouts))
     {
         Some(at) => at,
         None => {
@@ -693,6 +748,7 @@ fn finish(
             cache.push(CachedHint {
                 version,
                 layouts,
+                note: None,
                 text: hint,
                 json_tail,
                 withheld_at: None,
