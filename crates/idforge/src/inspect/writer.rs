@@ -825,9 +825,9 @@ struct Plan {
     time: FieldPlan,
     counter: FieldPlan,
     random: FieldPlan,
-    /// The most ticks whose time is within any calendar date, where the time field and the
-    /// tick fit 64 bits (else `None`: the general reading).
-    max_ticks: Option<u64>,
+    /// The most ticks whose time is within any calendar date (`None` for an epoch beyond
+    /// it: every id is refused, by the general reading).
+    max_ticks: Option<u128>,
     tick_ns: u64,
     epoch_ns: u64,
     fixed_mask: u128,
@@ -881,10 +881,11 @@ impl Plan {
         };
         // `check_layout_value`'s limit: i64::MAX ms in ns.
         let limit = i64::MAX as u128 * 1_000_000;
-        let max_ticks = (layout.time.width() <= 64 && layout.tick_ns > 0)
-            .then(|| limit.saturating_sub(u128::from(layout.epoch_ns)) / u128::from(layout.tick_ns))
-            .map(|m| u64::try_from(m).unwrap_or(u64::MAX))
-            .filter(|_| u128::from(layout.epoch_ns) <= limit);
+        let max_ticks = (u128::from(layout.epoch_ns) <= limit).then(|| {
+            (limit - u128::from(layout.epoch_ns))
+                .checked_div(u128::from(layout.tick_ns))
+                .unwrap_or(u128::MAX)
+        });
         Plan {
             allowed: layout.defined_bits() & width,
             uuid_mask,
@@ -902,17 +903,18 @@ impl Plan {
     }
 
     /// The parts and Unix time of an id, or `None` where a check of
-    /// [`super::check_layout_value`] fails (or the time needs more than 64-bit arithmetic).
+    /// [`super::check_layout_value`] fails.
     #[inline]
     fn read(&self, value: u128) -> Option<(crate::layout::Parts, u128)> {
         if value & !self.allowed != 0 || value & self.uuid_mask != self.uuid_value {
             return None;
         }
         let ticks = self.time.get(value);
-        let max = self.max_ticks?;
-        let ticks64 = u64::try_from(ticks).ok().filter(|t| *t <= max)?;
-        // Within the limit: no overflow, and the product of two 64-bit numbers is one multiply.
-        let unix_ns = u128::from(ticks64) * u128::from(self.tick_ns) + u128::from(self.epoch_ns);
+        if ticks > self.max_ticks? {
+            return None;
+        }
+        // Within the limit: no overflow (and no saturating arithmetic).
+        let unix_ns = ticks * u128::from(self.tick_ns) + u128::from(self.epoch_ns);
         let parts = crate::layout::Parts {
             node: self.node.get(value),
             ticks,
@@ -948,11 +950,17 @@ fn write_layout(
         )
     });
     let quick = value
+        .as_ref()
         .ok()
-        .and_then(|v| fast.plan.read(v).map(|(parts, ns)| (v, parts, ns)));
-    let (value, parts, unix_ns) = match quick {
-        Some(read) => read,
-        None => layout_fields(input, trimmed, &fast.scheme, layout, format)?,
+        .and_then(|&v| fast.plan.read(v).map(|(parts, ns)| (v, parts, ns)));
+    let (value, parts, unix_ns) = match (quick, value) {
+        (Some(read), _) => read,
+        // A check failed: `check_layout_value` says which (the value read as it reads it).
+        (None, Ok(v)) => {
+            let (parts, ns) = super::check_layout_value(input, trimmed, &fast.scheme, layout, v)?;
+            (v, parts, ns)
+        }
+        (None, Err(_)) => layout_fields(input, trimmed, &fast.scheme, layout, format)?,
     };
     // Lowercase canonical UUID text is its own canonical text.
     // (A fold, not `any`: no early exit, so the 36 bytes are a few vector compares.)
