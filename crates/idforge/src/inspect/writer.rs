@@ -1271,7 +1271,13 @@ fn push_u64(out: &mut Vec<u8>, n: u64) {
         out.extend_from_slice(&word.to_le_bytes());
         out.truncate(len);
     };
-    if n < TEN8 {
+    if n < 100 {
+        // Versions, nodes, small counters: one or two bytes.
+        if n >= 10 {
+            out.push(b'0' + (n / 10) as u8);
+        }
+        out.push(b'0' + (n % 10) as u8);
+    } else if n < TEN8 {
         lead(out, n as u32);
     } else if n < TEN8 * TEN8 {
         lead(out, (n / TEN8) as u32);
