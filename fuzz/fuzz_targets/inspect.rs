@@ -2,7 +2,8 @@
 //! canonical text decodes to the same value. The canonical text is read in the scheme's default
 //! format: a short decimal can be ambiguous without it (16 digits are also 64-bit hex).
 #![no_main]
-use idforge::inspect::{inspect, inspect_locality, inspect_nanots_host};
+use idforge::inspect::{inspect, inspect_as, inspect_locality, inspect_nanots_host, Decoded, Inspector};
+use idforge::schemes::catalog::Kind;
 use idforge::Scheme;
 use libfuzzer_sys::fuzz_target;
 
@@ -24,7 +25,42 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!((again.value, again.unix_ns), (d.value, d.unix_ns), "{scheme}");
         }
     }
+    // The inspector's lines (`idforge inspect`) against the `Decoded` reading: the same ids
+    // refused, the same text line for the others (JSON is compared in idforge-serve's tests).
+    let kinds = std::iter::once(None)
+        .chain(Scheme::PRESETS.iter().map(|s| Some(Kind::Layout(s.clone()))))
+        .chain([Some(Kind::Locality), Some(Kind::Uuid4), Some(Kind::NanoTsHost)]);
+    for kind in kinds {
+        let Ok(mut ins) = Inspector::new(kind.clone(), None, None) else { continue };
+        let expected = inspect_as(s, kind.as_ref(), None, None);
+        for json in [false, true] {
+            let mut line = Vec::new();
+            let got = ins.write(s, json, &mut line);
+            assert_eq!(got.is_ok(), expected.is_ok(), "{s:?} as {kind:?}: {got:?}");
+            if let (Ok(d), false) = (&expected, json) {
+                assert_eq!(String::from_utf8(line).unwrap(), text_line(d), "{s:?} as {kind:?}");
+            }
+        }
+    }
     let _ = inspect_locality(s, None);
     let _ = inspect_nanots_host(s, 2);
     let _ = inspect_nanots_host(s, 3);
 });
+
+/// The text line `idforge inspect` prints for a `Decoded` (as idforge-serve's tests make it).
+fn text_line(d: &Decoded) -> String {
+    let mut s = format!("{}  scheme={}", d.canonical, d.scheme);
+    if let Some(time) = &d.time {
+        s.push_str(&format!(" time={time}"));
+    }
+    if let Some(ms) = d.unix_ms() {
+        s.push_str(&format!(" unix_ms={ms}"));
+    }
+    for (k, v) in d.parts() {
+        s.push_str(&format!(" {k}={v}"));
+    }
+    if let Some(n) = &d.note {
+        s.push_str(&format!("  ({n})"));
+    }
+    s
+}

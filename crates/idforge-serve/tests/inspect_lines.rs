@@ -51,8 +51,22 @@ fn check_digits(kind: Option<&Kind>, format: Option<Format>, digits: Option<u32>
         assert!(inspect_as(input, kind, format, digits).is_err());
         return;
     };
-    let expected = inspect_as(input, kind, format, digits);
     for json in [false, true] {
+        compare(&mut ins, kind, format, digits, input, json);
+    }
+}
+
+/// One line of `ins` against the `Decoded` path.
+fn compare(
+    ins: &mut Inspector,
+    kind: Option<&Kind>,
+    format: Option<Format>,
+    digits: Option<u32>,
+    input: &str,
+    json: bool,
+) {
+    let expected = inspect_as(input, kind, format, digits);
+    {
         let mut out = b"kept|".to_vec();
         let got = ins.write(input, json, &mut out);
         match (&expected, got) {
@@ -76,6 +90,38 @@ fn check_digits(kind: Option<&Kind>, format: Option<Format>, digits: Option<u32>
             }
             (e, g) => panic!("{input:?} as {kind:?}: Decoded path {e:?}, inspector {g:?}"),
         }
+    }
+}
+
+/// The ids of a stream for one inspector of `kind`: `raw` with `delta` in its low bits (ids of
+/// one run share their time, as a generator's do), shown as `shape` says: the kind's own
+/// text, uppercase, braced or as a URN (UUIDs), with another UUID version (for no kind: every
+/// version, times shared across versions of other fraction digits), or TypeID text.
+fn stream_text(kind: Option<&Kind>, raw: u128, delta: u16, shape: u8) -> String {
+    let raw = raw ^ u128::from(delta);
+    let (v, bits, format) = match kind.and_then(|k| value_of(k, raw, false)) {
+        Some((v, bits)) => {
+            let Some(Kind::Layout(s)) = kind else {
+                unreachable!()
+            };
+            (v, bits, s.default_format())
+        }
+        None => (
+            uuid_of(raw, [1, 6, 7, 8, 4, 0xb][usize::from(shape) % 6], 0b10),
+            128,
+            Format::Uuid,
+        ),
+    };
+    let own = text::encode(v, bits, format).to_string();
+    match shape {
+        0 => own,
+        1 => own.to_uppercase(),
+        2 if bits == 128 => format!("{{{}}}", text::encode(v, 128, Format::Uuid)),
+        3 if bits == 128 => format!("urn:uuid:{}", text::encode(v, 128, Format::Uuid)),
+        4 if bits == 128 => text::encode(v ^ (0x3 << 76), 128, Format::Uuid).to_string(),
+        5 if bits == 128 => format!("user_{}", text::encode(v, 128, Format::TypeId)),
+        6 => text::encode(v, bits, Format::Dec).to_string(),
+        _ => own,
     }
 }
 
@@ -196,6 +242,31 @@ proptest! {
         for text in [n.to_string(), idforge::schemes::nanots::format(n), format!("{}.{:09}", idforge::schemes::nanots::format(n), n % 1_000_000_000)] {
             for f in [None, Some(Format::Dec), Some(Format::Hex)] {
                 check_digits(Some(&ksuid("nanots-host")), f, host_digits, &text);
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// One inspector per kind over a stream of ids, text lines then JSON: what it keeps from
+    /// one id to the next (the last time's text, hints) never shows in another id's line.
+    #[test]
+    fn one_inspector_over_a_stream_writes_what_decoded_says(
+        raw in any::<u128>(),
+        ids in prop::collection::vec((any::<u16>(), 0u8..8, prop::bool::weighted(0.2)), 1..24),
+        again in any::<u128>(),
+    ) {
+        for kind in kinds() {
+            let mut ins = Inspector::new(kind.clone(), None, None).unwrap();
+            for json in [false, true] {
+                for &(delta, shape, fresh) in &ids {
+                    // Now and then an id of another run (another time).
+                    let raw = if fresh { again ^ u128::from(delta) << 90 } else { raw };
+                    let input = stream_text(kind.as_ref(), raw, delta, shape);
+                    compare(&mut ins, kind.as_ref(), None, None, &input, json);
+                }
             }
         }
     }

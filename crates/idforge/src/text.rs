@@ -248,9 +248,16 @@ pub fn encode(value: u128, bits: u32, format: Format) -> Text {
                 CROCKFORD
             };
             let n = base32_width(bits);
-            for i in 0..n {
-                t.buf
-                    .set(i, alphabet[((value >> (5 * (n - 1 - i))) & 0x1F) as usize]);
+            match n {
+                // The common widths with the loop unrolled (constant shifts).
+                26 => t.buf.put_slice(0, &base32_fixed::<26>(value, alphabet)),
+                13 => t.buf.put_slice(0, &base32_fixed::<13>(value, alphabet)),
+                _ => {
+                    for i in 0..n {
+                        t.buf
+                            .set(i, alphabet[((value >> (5 * (n - 1 - i))) & 0x1F) as usize]);
+                    }
+                }
             }
             t.len = n as u8;
         }
@@ -288,12 +295,23 @@ pub fn encode(value: u128, bits: u32, format: Format) -> Text {
     t
 }
 
+/// The `N` base32 characters of `value`'s low `5 * N` bits in `alphabet`, most significant
+/// first: [`encode`]'s loop for a width known when compiling (constant shifts, unrolled).
+#[inline]
+fn base32_fixed<const N: usize>(value: u128, alphabet: &[u8; 32]) -> [u8; N] {
+    let mut out = [0u8; N];
+    for (i, slot) in out.iter_mut().enumerate() {
+        *slot = alphabet[((value >> (5 * (N - 1 - i))) & 0x1F) as usize];
+    }
+    out
+}
+
 /// The 16 hex digits of `x`, most significant first, as the bytes of a big-endian `u128`: each
 /// nibble is spread into a byte of its own (four shift-and-mask rounds), then turned into its
 /// digit with no table and no branch (`'0' + n`, plus the distance to `'a'` or `'A'` where
 /// `n >= 10`, found per byte as the carry of `n + 6` into bit 4).
 #[inline]
-const fn hex16(x: u64, upper: bool) -> u128 {
+pub(crate) const fn hex16(x: u64, upper: bool) -> u128 {
     const ONES: u128 = 0x0101_0101_0101_0101_0101_0101_0101_0101;
     let mut v = x as u128;
     v = (v | (v << 32)) & 0x0000_0000_FFFF_FFFF_0000_0000_FFFF_FFFF;
@@ -617,6 +635,16 @@ fn parse_hex(t: &str, orig: &str) -> Result<u128, Error> {
         .strip_prefix("0x")
         .or_else(|| t.strip_prefix("0X"))
         .unwrap_or(t);
+    // Whole words of 8 digits (ObjectId's 24, a 64- or 128-bit id's 16 or 32) at once.
+    let b = digits.as_bytes();
+    if !b.is_empty() && b.len() <= 32 && b.len() % 8 == 0 {
+        let words = b.chunks_exact(8).try_fold(0u128, |v, w| {
+            hex8([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]).map(|x| v << 32 | u128::from(x))
+        });
+        if let Some(v) = words {
+            return Ok(v);
+        }
+    }
     if digits.is_empty() {
         return Err(malformed(orig, "no hex digits"));
     }
@@ -734,6 +762,31 @@ static XID_DIGITS: [u8; 256] = digit_table(BASE32HEX_LOWER, false, &[]);
 /// character-by-character reading then says which). One table load per character: the
 /// alphabet search it replaces was most of `inspect`'s time on ULID, xid and TSID text.
 fn fold_digits(text: &[u8], table: &[u8; 256]) -> Option<u128> {
+    // The common widths with the loop unrolled.
+    if let Ok(t) = <&[u8; 26]>::try_from(text) {
+        return fold_fixed(t, table);
+    }
+    if let Ok(t) = <&[u8; 13]>::try_from(text) {
+        return fold_fixed(t, table);
+    }
+    fold_any(text, table)
+}
+
+/// [`fold_digits`] of `N` characters, known when compiling: the loop unrolled, its shifts
+/// constant.
+#[inline]
+fn fold_fixed<const N: usize>(text: &[u8; N], table: &[u8; 256]) -> Option<u128> {
+    let mut v = 0u128;
+    let mut bad = 0u8;
+    for &c in text {
+        let d = table[usize::from(c)];
+        bad |= d;
+        v = (v << 5) | u128::from(d & 0x1F);
+    }
+    (bad & 0xE0 == 0).then_some(v)
+}
+
+fn fold_any(text: &[u8], table: &[u8; 256]) -> Option<u128> {
     let mut v = 0u128;
     let mut bad = 0u8;
     for &c in text {
@@ -1108,7 +1161,7 @@ static TYPEID_DIGITS: [u8; 256] = digit_table(CROCKFORD_LOWER, false, &[]);
 
 /// Valid TypeID text read with byte tables, or `None` (then the character-by-character
 /// reading of [`parse_typeid`] says what is wrong, or reads what this does not try).
-fn typeid_fast(t: &str) -> Option<(&str, u128)> {
+pub(crate) fn typeid_fast(t: &str) -> Option<(&str, u128)> {
     let b = t.as_bytes();
     let n = b.len();
     if n < 26 {
@@ -1131,45 +1184,51 @@ fn typeid_fast(t: &str) -> Option<(&str, u128)> {
     Some((&t[..prefix.len()], v))
 }
 
-/// Each byte's hex digit value, or 0xFF for a byte that is not a hex digit.
-static HEX_VALUE: [u8; 256] = {
-    let mut t = [0xFF; 256];
-    let mut i = 0;
-    while i < 10 {
-        t[b'0' as usize + i] = i as u8;
-        i += 1;
-    }
-    let mut i = 0;
-    while i < 6 {
-        t[b'a' as usize + i] = 10 + i as u8;
-        t[b'A' as usize + i] = 10 + i as u8;
-        i += 1;
-    }
-    t
-};
-
-/// The value of 36 characters of 8-4-4-4-12 UUID text, or `None` for anything else (then the
-/// character-by-character reading says what is wrong). Two 64-bit halves and a table: the
-/// digit-at-a-time 128-bit shift was most of `inspect`'s time on UUIDs.
-fn uuid_hex_fast(b: &[u8]) -> Option<u128> {
-    if b.len() != 36 || b[8] != b'-' || b[13] != b'-' || b[18] != b'-' || b[23] != b'-' {
+/// The value of 8 hex digits (either case), or `None` if a byte is not one. Eight bytes at
+/// once (SWAR): each byte's high bit says, after one add, whether it is at least the low end
+/// of a range or above its high end (bytes below 0x80, so no lane carries into the next);
+/// digits are `c & 0xF`, letters 9 more; three shift-and-mask rounds pack the nibbles.
+#[inline(always)]
+fn hex8(b: [u8; 8]) -> Option<u32> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = ONES * 0x80;
+    let x = u64::from_be_bytes(b);
+    let at_least = |lo: u8| x.wrapping_add(ONES * u64::from(0x80 - lo));
+    let above = |hi: u8| x.wrapping_add(ONES * u64::from(0x7F - hi));
+    let digit = at_least(b'0') & !above(b'9');
+    let letter = (at_least(b'a') & !above(b'f')) | (at_least(b'A') & !above(b'F'));
+    if x & HIGH != 0 || (digit | letter) & HIGH != HIGH {
         return None;
     }
-    let mut bad = 0u8;
-    let mut half = |runs: &[&[u8]]| {
-        let mut acc = 0u64;
-        for run in runs {
-            for &c in *run {
-                let d = HEX_VALUE[usize::from(c)];
-                bad |= d;
-                acc = (acc << 4) | u64::from(d & 0xF);
-            }
-        }
-        acc
+    let mut v = (x & (ONES * 0x0F)) + ((letter & HIGH) >> 7) * 9;
+    v = (v | (v >> 4)) & 0x00FF_00FF_00FF_00FF;
+    v = (v | (v >> 8)) & 0x0000_FFFF_0000_FFFF;
+    v = (v | (v >> 16)) & 0xFFFF_FFFF;
+    Some(v as u32)
+}
+
+/// The value of 36 characters of 8-4-4-4-12 UUID text, or `None` for anything else (then the
+/// character-by-character reading says what is wrong). The 32 digits go through [`hex8`] in
+/// four words: the digit-at-a-time 128-bit shift, then a table per digit, were most of
+/// `inspect`'s time on UUIDs.
+pub(crate) fn uuid_hex_fast(b: &[u8]) -> Option<u128> {
+    let b: &[u8; 36] = b.try_into().ok()?;
+    if b[8] != b'-' || b[13] != b'-' || b[18] != b'-' || b[23] != b'-' {
+        return None;
+    }
+    let word = |a: &[u8], c: &[u8]| -> [u8; 8] {
+        let mut w = [0u8; 8];
+        w[..4].copy_from_slice(a);
+        w[4..].copy_from_slice(c);
+        w
     };
-    let hi = half(&[&b[0..8], &b[9..13], &b[14..18]]);
-    let lo = half(&[&b[19..23], &b[24..36]]);
-    (bad & 0xF0 == 0).then_some((u128::from(hi) << 64) | u128::from(lo))
+    let time_low = hex8([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])?;
+    let mid_high = hex8(word(&b[9..13], &b[14..18]))?;
+    let seq_node = hex8(word(&b[19..23], &b[24..28]))?;
+    let node_low = hex8([b[28], b[29], b[30], b[31], b[32], b[33], b[34], b[35]])?;
+    let hi = u64::from(time_low) << 32 | u64::from(mid_high);
+    let lo = u64::from(seq_node) << 32 | u64::from(node_low);
+    Some(u128::from(hi) << 64 | u128::from(lo))
 }
 
 /// Parses UUID text: canonical (hyphens at 8, 13, 18, 23; hex in either case), braced
@@ -1250,6 +1309,34 @@ pub fn parse_uuid(t: &str, orig: &str) -> Result<u128, Error> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// [`hex8`] against a digit-by-digit reading: every byte value at every position, among
+    /// digits of both cases.
+    #[test]
+    fn eight_hex_digits_at_once_match_one_at_a_time() {
+        let slow = |w: [u8; 8]| -> Option<u32> {
+            w.iter()
+                .try_fold(0u32, |v, &c| char::from(c).to_digit(16).map(|d| v << 4 | d))
+        };
+        let fills: [[u8; 8]; 3] = [*b"0123abcd", *b"ABCDEF98", *b"f0F9a5E7"];
+        for fill in fills {
+            assert_eq!(hex8(fill), slow(fill));
+            for at in 0..8 {
+                for c in 0..=255u8 {
+                    let mut w = fill;
+                    w[at] = c;
+                    assert_eq!(hex8(w), slow(w), "{w:?}");
+                }
+            }
+        }
+        // Two bad bytes, one of them at or above 0x80 (a lane that could carry).
+        for c in [0x80u8, 0xAF, 0xFF, b'/', b':', b'@', b'G', b'`', b'g'] {
+            let mut w = *b"01234567";
+            w[3] = c;
+            w[4] = 0xFF;
+            assert_eq!(hex8(w), None);
+        }
+    }
 
     #[test]
     fn small_ids_in_fixed_width_formats_read_back_when_unambiguous() {

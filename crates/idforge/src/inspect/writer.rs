@@ -61,17 +61,41 @@ pub struct Inspector {
     typeid_v7: Option<Fast>,
     /// nanots-host: the host digits and the time's fraction digits, when the digits are valid.
     nanots_host: Option<(u32, u32)>,
-    /// The text of the last second written (`YYYY-MM-DDTHH:MM:SS`): ids come in runs.
-    clock: SecondCache,
+    /// The text of the last second written (`YYYY-MM-DDTHH:MM:SS`) and of the last time's
+    /// whole block (`time=`, `unix_ms=`...): ids come in runs.
+    clock: Clock,
 }
 
 struct CachedHint {
     version: u8,
     layouts: &'static [&'static str],
+    /// For the end of a JSON line with a note and no hint, the note (`text` is then empty).
+    note: Option<&'static str>,
     text: String,
     /// The end of a JSON object with this hint: `,"layouts":[...],"hint":"..."}`.
     json_tail: Vec<u8>,
     withheld_at: Option<usize>,
+}
+
+/// The times of the last ids written: the text of their second, and the whole time block
+/// (text: ` time=... unix_ms=...`; JSON: `,"unix_ms":...,"unix_ns":...,"time":"..."`) of the
+/// last time, written again as it is while the ids that follow have the same time (ids of a
+/// millisecond tick come in runs: a generator writes many in one tick).
+struct Clock {
+    second: SecondCache,
+    /// The last block's time in nanoseconds, fraction digits and whether it is JSON.
+    last: Option<(u64, u32, bool)>,
+    block: Vec<u8>,
+}
+
+impl Clock {
+    fn new() -> Clock {
+        Clock {
+            second: SecondCache::new(),
+            last: None,
+            block: Vec::with_capacity(128),
+        }
+    }
 }
 
 /// The text of one second, kept while the ids that follow fall in it.
@@ -84,6 +108,8 @@ struct SecondCache {
 struct Fast {
     scheme: Scheme,
     layout: Layout,
+    /// The layout's checks and fields with their masks made once.
+    plan: Plan,
     digits: u32,
     canonical: Format,
     node_name: NodeName,
@@ -150,7 +176,7 @@ impl Inspector {
             hint_cache: Vec::new(),
             typeid_v7,
             nanots_host,
-            clock: SecondCache::new(),
+            clock: Clock::new(),
         })
     }
 
@@ -221,8 +247,26 @@ impl Inspector {
         };
         match kind {
             None => {
-                if format.is_none() && ksuid::looks_like_ksuid(trimmed) {
-                    return self.write_ksuid(trimmed, false, json, out);
+                // Canonical UUID text first: 36 characters with its hyphens and hex digits is
+                // nothing else (KSUID text has 27 characters, TypeID text no '-'), so the
+                // shape checks below would only find it is a UUID.
+                if matches!(format, None | Some(Format::Uuid)) {
+                    if let Some(value) = text::uuid_hex_fast(trimmed.as_bytes()) {
+                        return self.write_any_uuid(trimmed, value, json, out);
+                    }
+                }
+                if format.is_none() {
+                    // TypeID text with a prefix, as the table reading takes it: a '_' with 26
+                    // characters after it, no '-' (so no UUID), not 27 alphanumerics (no
+                    // KSUID): what the shape checks below would find.
+                    if let Some(read @ (prefix, _)) = text::typeid_fast(trimmed) {
+                        if !prefix.is_empty() {
+                            return self.write_typeid_read(trimmed, Some(read), false, json, out);
+                        }
+                    }
+                    if ksuid::looks_like_ksuid(trimmed) {
+                        return self.write_ksuid(trimmed, false, json, out);
+                    }
                 }
                 let typeid_text = match format {
                     Some(f) => f == Format::TypeId,
@@ -241,17 +285,7 @@ impl Inspector {
                 let Ok(value) = text::parse(trimmed, 128, Some(Format::Uuid)) else {
                     return false;
                 };
-                let version = ((value >> 76) & 0xF) as u8;
-                #[cfg(feature = "locality")]
-                if version == locality::VERSION && value != u128::MAX {
-                    return self.write_locality(trimmed, value, json, out);
-                }
-                if version == 7 && value != u128::MAX && (value >> 62) & 0b11 == 0b10 {
-                    self.write_v7(trimmed, value, json, out);
-                    return true;
-                }
-                let canonical = (!json).then(|| text::encode(value, 128, Format::Uuid));
-                self.write_uuid(trimmed, bytes_of(&canonical), None, None, value, json, out)
+                self.write_any_uuid(trimmed, value, json, out)
             }
             Some(Kind::Layout(Scheme::Ksuid)) => {
                 format.is_none() && self.write_ksuid(trimmed, true, json, out)
@@ -288,6 +322,28 @@ impl Inspector {
                 )
             }
         }
+    }
+
+    /// A UUID read without a scheme: a Locality UUID (version b), any other version as
+    /// [`super::inspect_uuid`] reads it.
+    fn write_any_uuid(
+        &mut self,
+        trimmed: &str,
+        value: u128,
+        json: bool,
+        out: &mut Vec<u8>,
+    ) -> bool {
+        let version = ((value >> 76) & 0xF) as u8;
+        #[cfg(feature = "locality")]
+        if version == locality::VERSION && value != u128::MAX {
+            return self.write_locality(trimmed, value, json, out);
+        }
+        if version == 7 && value != u128::MAX && (value >> 62) & 0b11 == 0b10 {
+            self.write_v7(trimmed, value, json, out);
+            return true;
+        }
+        let canonical = (!json).then(|| text::encode(value, 128, Format::Uuid));
+        self.write_uuid(trimmed, bytes_of(&canonical), None, None, value, json, out)
     }
 
     /// A UUID of any version, as [`super::inspect_uuid`] reads it (version 7 too), named
@@ -405,16 +461,35 @@ impl Inspector {
 
     /// TypeID text, as [`super::inspect`] reads it (`named`: the scheme `typeid` was given).
     fn write_typeid(&mut self, trimmed: &str, named: bool, json: bool, out: &mut Vec<u8>) -> bool {
-        let parsed = match self.format {
-            None | Some(Format::TypeId) => text::parse_typeid(trimmed, trimmed),
-            Some(f) => text::parse(trimmed, 128, Some(f)).map(|v| ("", v)),
+        let quick = match self.format {
+            None | Some(Format::TypeId) => text::typeid_fast(trimmed),
+            Some(_) => None,
+        };
+        self.write_typeid_read(trimmed, quick, named, json, out)
+    }
+
+    /// [`Inspector::write_typeid`] with the table reading of the text already made (`quick`:
+    /// lowercase TypeID text with a prefix of the spec and a suffix of at most 128 bits, what
+    /// `TypeIdPrefix::encode` would write again).
+    fn write_typeid_read(
+        &mut self,
+        trimmed: &str,
+        quick: Option<(&str, u128)>,
+        named: bool,
+        json: bool,
+        out: &mut Vec<u8>,
+    ) -> bool {
+        let parsed = match (quick, self.format) {
+            (Some(read), _) => Ok(read),
+            (None, None | Some(Format::TypeId)) => text::parse_typeid(trimmed, trimmed),
+            (None, Some(f)) => text::parse(trimmed, 128, Some(f)).map(|v| ("", v)),
         };
         let Ok((prefix, value)) = parsed else {
             return false;
         };
         // The prefix passed `parse_typeid`'s checks, which are `TypeIdPrefix::new`'s; the
         // canonical text is made for text lines only.
-        let canonical = if json {
+        let canonical = if json || quick.is_some() {
             None
         } else {
             match text::TypeIdPrefix::new(prefix) {
@@ -422,17 +497,20 @@ impl Inspector {
                 Err(_) => return false,
             }
         };
-        let canonical = canonical
-            .as_ref()
-            .map_or(&[][..], text::TypeIdText::as_bytes);
+        let canonical = match (&canonical, quick) {
+            (Some(c), _) => c.as_bytes(),
+            (None, Some(_)) if !json => trimmed.as_bytes(),
+            (None, _) => &[][..],
+        };
         let v7 = (value >> 76) & 0xF == 7 && (value >> 62) & 0b11 == 0b10;
         if v7 && named {
             let Some(fast) = &self.typeid_v7 else {
                 return false;
             };
-            let Ok((parts, unix_ns)) =
+            let read = fast.plan.read(value).map(Ok).unwrap_or_else(|| {
                 super::check_layout_value(trimmed, trimmed, &fast.scheme, &fast.layout, value)
-            else {
+            });
+            let Ok((parts, unix_ns)) = read else {
                 return false;
             };
             let mut e = Emit::new(out, json, &mut self.clock);
@@ -615,21 +693,52 @@ fn finish(
     rewrite: &(dyn Fn(&str) -> String + Send + Sync),
     version: u8,
     layouts: &'static [&'static str],
-    note: Option<&str>,
+    note: Option<&'static str>,
 ) {
     if layouts.is_empty() {
-        e.end::<&str>(&[], note, None);
+        match note {
+            // A JSON line's end with a note: made once per note.
+            Some(n) if e.json => {
+                let at = match cache
+                    .iter()
+                    .position(|h| h.note.is_some_and(|c| std::ptr::eq(c, n)))
+                {
+                    Some(at) => at,
+                    None => {
+                        let mut json_tail = Vec::new();
+                        let mut clock = Clock::new();
+                        Emit {
+                            out: &mut json_tail,
+                            json: true,
+                            clock: &mut clock,
+                        }
+                        .end::<&str>(&[], note, None);
+                        cache.push(CachedHint {
+                            version,
+                            layouts,
+                            note,
+                            text: String::new(),
+                            json_tail,
+                            withheld_at: None,
+                        });
+                        cache.len() - 1
+                    }
+                };
+                e.out.extend_from_slice(&cache[at].json_tail);
+            }
+            _ => e.end::<&str>(&[], note, None),
+        }
         return;
     }
     let at = match cache
         .iter()
-        .position(|h| h.version == version && std::ptr::eq(h.layouts, layouts))
+        .position(|h| h.note.is_none() && h.version == version && std::ptr::eq(h.layouts, layouts))
     {
         Some(at) => at,
         None => {
             let hint = rewrite(&super::hint_for(Some(version), layouts).unwrap_or_default());
             let mut json_tail = Vec::new();
-            let mut clock = SecondCache::new();
+            let mut clock = Clock::new();
             Emit {
                 out: &mut json_tail,
                 json: true,
@@ -639,6 +748,7 @@ fn finish(
             cache.push(CachedHint {
                 version,
                 layouts,
+                note: None,
                 text: hint,
                 json_tail,
                 withheld_at: None,
@@ -690,6 +800,7 @@ impl Fast {
             }
         };
         Fast {
+            plan: Plan::of(s, &layout),
             digits: digits_for_tick(layout.tick_ns),
             canonical: s.default_format(),
             uuid: s.uuid_version().is_some(),
@@ -697,6 +808,121 @@ impl Fast {
             layout,
             node_name,
         }
+    }
+}
+
+/// A layout's reading with every mask made once: [`super::check_layout_value`]'s checks as
+/// two compares, [`Layout::decode`]'s fields, its time in 64-bit arithmetic. Where a check
+/// fails, [`super::check_layout_value`] reads the id again and says what is wrong.
+struct Plan {
+    /// The bits an id may set: the layout's fields and fixed bits, within its width.
+    allowed: u128,
+    /// The UUID version's and variant's bits, and the values they must hold (0 and 0 for a
+    /// layout that is no UUID).
+    uuid_mask: u128,
+    uuid_value: u128,
+    node: FieldPlan,
+    time: FieldPlan,
+    counter: FieldPlan,
+    random: FieldPlan,
+    /// The most ticks whose time is within any calendar date (`None` for an epoch beyond
+    /// it: every id is refused, by the general reading).
+    max_ticks: Option<u128>,
+    tick_ns: u64,
+    epoch_ns: u64,
+    fixed_mask: u128,
+    fixed_value: u128,
+}
+
+/// A field's runs as masks and shifts ([`crate::layout::Field::extract`]).
+struct FieldPlan {
+    hi_mask: u128,
+    hi_shift: u32,
+    lo_width: u32,
+    lo_mask: u128,
+    lo_shift: u32,
+}
+
+impl FieldPlan {
+    fn of(f: &crate::layout::Field) -> FieldPlan {
+        let mask = |s: crate::layout::Segment| match s.width {
+            0 => 0,
+            w => (u128::MAX >> (128 - w)) << s.shift,
+        };
+        FieldPlan {
+            hi_mask: mask(f.hi),
+            hi_shift: f.hi.shift,
+            lo_width: f.lo.width,
+            lo_mask: mask(f.lo),
+            lo_shift: f.lo.shift,
+        }
+    }
+
+    #[inline]
+    fn get(&self, v: u128) -> u128 {
+        let hi = (v & self.hi_mask) >> self.hi_shift;
+        if self.lo_width == 0 {
+            hi
+        } else {
+            (hi << self.lo_width) | ((v & self.lo_mask) >> self.lo_shift)
+        }
+    }
+}
+
+impl Plan {
+    fn of(s: &Scheme, layout: &Layout) -> Plan {
+        let width = match layout.bits {
+            b @ 1..=127 => (1u128 << b) - 1,
+            _ => u128::MAX,
+        };
+        let (uuid_mask, uuid_value) = match s.uuid_version() {
+            Some(v) => (0xF << 76 | 0b11 << 62, u128::from(v) << 76 | 0b10 << 62),
+            None => (0, 0),
+        };
+        // `check_layout_value`'s limit: i64::MAX ms in ns.
+        let limit = i64::MAX as u128 * 1_000_000;
+        let max_ticks = (u128::from(layout.epoch_ns) <= limit).then(|| {
+            (limit - u128::from(layout.epoch_ns))
+                .checked_div(u128::from(layout.tick_ns))
+                .unwrap_or(u128::MAX)
+        });
+        Plan {
+            allowed: layout.defined_bits() & width,
+            uuid_mask,
+            uuid_value,
+            node: FieldPlan::of(&layout.node),
+            time: FieldPlan::of(&layout.time),
+            counter: FieldPlan::of(&layout.counter),
+            random: FieldPlan::of(&layout.random),
+            max_ticks,
+            tick_ns: layout.tick_ns,
+            epoch_ns: layout.epoch_ns,
+            fixed_mask: layout.fixed_mask,
+            fixed_value: layout.fixed_value,
+        }
+    }
+
+    /// The parts and Unix time of an id, or `None` where a check of
+    /// [`super::check_layout_value`] fails.
+    #[inline]
+    fn read(&self, value: u128) -> Option<(crate::layout::Parts, u128)> {
+        if value & !self.allowed != 0 || value & self.uuid_mask != self.uuid_value {
+            return None;
+        }
+        let ticks = self.time.get(value);
+        if ticks > self.max_ticks? {
+            return None;
+        }
+        // Within the limit: no overflow (and no saturating arithmetic).
+        let unix_ns = ticks * u128::from(self.tick_ns) + u128::from(self.epoch_ns);
+        let parts = crate::layout::Parts {
+            node: self.node.get(value),
+            ticks,
+            counter: self.counter.get(value),
+            random: self.random.get(value),
+            fixed_ok: value & self.fixed_mask == self.fixed_value,
+        };
+        Some((parts, unix_ns))
     }
 }
 
@@ -709,9 +935,47 @@ fn write_layout(
     e: &mut Emit<'_>,
 ) -> Result<(), Error> {
     let layout = &fast.layout;
-    let (value, parts, unix_ns) = layout_fields(input, trimmed, &fast.scheme, layout, format)?;
-    let canonical = (!e.json).then(|| text::encode(value, layout.bits, fast.canonical));
-    e.begin(trimmed, bytes_of(&canonical), fast.scheme.name(), value);
+    // UUID text of a UUID scheme read at once; other text (and any check that fails) as
+    // `inspect` reads it.
+    let uuid_text = fast.uuid && matches!(format, None | Some(Format::Uuid));
+    let uuid = uuid_text
+        .then(|| text::uuid_hex_fast(trimmed.as_bytes()))
+        .flatten();
+    // Other text as `layout_fields` reads it (nanots' timestamp text does not come here).
+    let value = uuid.map(Ok).unwrap_or_else(|| {
+        text::parse(
+            trimmed,
+            layout.bits,
+            format.or(fast.scheme.native_format(trimmed)),
+        )
+    });
+    let quick = value
+        .as_ref()
+        .ok()
+        .and_then(|&v| fast.plan.read(v).map(|(parts, ns)| (v, parts, ns)));
+    let (value, parts, unix_ns) = match (quick, value) {
+        (Some(read), _) => read,
+        // A check failed: `check_layout_value` says which (the value read as it reads it).
+        (None, Ok(v)) => {
+            let (parts, ns) = super::check_layout_value(input, trimmed, &fast.scheme, layout, v)?;
+            (v, parts, ns)
+        }
+        (None, Err(_)) => layout_fields(input, trimmed, &fast.scheme, layout, format)?,
+    };
+    // Lowercase canonical UUID text is its own canonical text.
+    // (A fold, not `any`: no early exit, so the 36 bytes are a few vector compares.)
+    let own = uuid.is_some()
+        && quick.is_some()
+        && !trimmed
+            .bytes()
+            .fold(false, |up, b| up | b.is_ascii_uppercase());
+    let canonical = (!e.json && !own).then(|| text::encode(value, layout.bits, fast.canonical));
+    let canonical = if own {
+        trimmed.as_bytes()
+    } else {
+        bytes_of(&canonical)
+    };
+    e.begin(trimmed, canonical, fast.scheme.name(), value);
     e.when(Some(unix_ns), Some(When::Ns(unix_ns as i128, fast.digits)));
     layout_parts(fast, value, &parts, e);
     e.end::<&str>(&[], None, None);
@@ -765,11 +1029,11 @@ enum When<'a> {
 struct Emit<'a> {
     out: &'a mut Vec<u8>,
     json: bool,
-    clock: &'a mut SecondCache,
+    clock: &'a mut Clock,
 }
 
 impl<'a> Emit<'a> {
-    fn new(out: &'a mut Vec<u8>, json: bool, clock: &'a mut SecondCache) -> Emit<'a> {
+    fn new(out: &'a mut Vec<u8>, json: bool, clock: &'a mut Clock) -> Emit<'a> {
         // One line fits: no growth while it is written.
         out.reserve(384);
         Emit { out, json, clock }
@@ -806,35 +1070,32 @@ impl<'a> Emit<'a> {
         }
     }
 
+    /// The id's time: in JSON `unix_ms`, `unix_ns` and `time`, in text `time` and `unix_ms`.
     #[inline]
     fn when(&mut self, unix_ns: Option<u128>, time: Option<When<'_>>) {
-        let clock = &mut *self.clock;
-        let mut time_text = |out: &mut Vec<u8>, t: &When<'_>| match t {
-            When::Text(s) => out.extend_from_slice(s.as_bytes()),
-            When::Ns(ns, digits) => clock.write(out, *ns, *digits),
-        };
-        if self.json {
-            if let Some(ns) = unix_ns {
-                self.out.extend_from_slice(b",\"unix_ms\":");
-                json_nanos(self.out, ms_of(ns));
-                self.out.extend_from_slice(b",\"unix_ns\":");
-                json_nanos(self.out, ns);
-            }
-            if let Some(t) = &time {
-                self.out.extend_from_slice(b",\"time\":\"");
-                time_text(self.out, t);
-                self.out.push(b'"');
-            }
-        } else {
-            if let Some(t) = &time {
-                self.out.extend_from_slice(b" time=");
-                time_text(self.out, t);
-            }
-            if let Some(ns) = unix_ns {
-                self.out.extend_from_slice(b" unix_ms=");
-                push_u128(self.out, ms_of(ns));
+        // A time given both ways, in 64 bits: the block of the last such time, if it is this.
+        if let (Some(ns), Some(When::Ns(t, digits))) = (unix_ns, &time) {
+            if let Ok(small) = u64::try_from(ns) {
+                if i128::from(small) == *t {
+                    let key = Some((small, *digits, self.json));
+                    let clock = &mut *self.clock;
+                    if clock.last != key {
+                        clock.block.clear();
+                        write_when(
+                            &mut clock.block,
+                            self.json,
+                            &mut clock.second,
+                            unix_ns,
+                            time,
+                        );
+                        clock.last = key;
+                    }
+                    self.out.extend_from_slice(&clock.block);
+                    return;
+                }
             }
         }
+        write_when(self.out, self.json, &mut self.clock.second, unix_ns, time);
     }
 
     /// A part: its key (a literal at every call, so its copy is inlined as a few moves) and
@@ -921,6 +1182,42 @@ impl<'a> Emit<'a> {
     }
 }
 
+/// [`Emit::when`]'s block, made anew.
+fn write_when(
+    out: &mut Vec<u8>,
+    json: bool,
+    clock: &mut SecondCache,
+    unix_ns: Option<u128>,
+    time: Option<When<'_>>,
+) {
+    let mut time_text = |out: &mut Vec<u8>, t: &When<'_>| match t {
+        When::Text(s) => out.extend_from_slice(s.as_bytes()),
+        When::Ns(ns, digits) => clock.write(out, *ns, *digits),
+    };
+    if json {
+        if let Some(ns) = unix_ns {
+            out.extend_from_slice(b",\"unix_ms\":");
+            json_nanos(out, ms_of(ns));
+            out.extend_from_slice(b",\"unix_ns\":");
+            json_nanos(out, ns);
+        }
+        if let Some(t) = &time {
+            out.extend_from_slice(b",\"time\":\"");
+            time_text(out, t);
+            out.push(b'"');
+        }
+    } else {
+        if let Some(t) = &time {
+            out.extend_from_slice(b" time=");
+            time_text(out, t);
+        }
+        if let Some(ns) = unix_ns {
+            out.extend_from_slice(b" unix_ms=");
+            push_u128(out, ms_of(ns));
+        }
+    }
+}
+
 /// Milliseconds of a time in nanoseconds: a 64-bit division while it fits (a 128-bit one is a
 /// call into the compiler's runtime, several times slower).
 #[inline]
@@ -931,32 +1228,116 @@ fn ms_of(ns: u128) -> u128 {
     }
 }
 
+/// Decimal: [`push_u64`] while the value fits 64 bits; above, one division by 10^19 and its
+/// last 19 digits written at once ([`digits19`]): `itoa`'s 128-bit path writes two digits per
+/// step.
 #[inline]
 fn push_u128(out: &mut Vec<u8>, n: u128) {
-    let mut buf = itoa::Buffer::new();
-    let s = match u64::try_from(n) {
-        Ok(small) => buf.format(small),
-        Err(_) => buf.format(n),
-    };
-    out.extend_from_slice(s.as_bytes());
+    const TEN19: u64 = 10_000_000_000_000_000_000;
+    if let Ok(small) = u64::try_from(n) {
+        push_u64(out, small);
+        return;
+    }
+    let high = n / u128::from(TEN19);
+    let low = (n - high * u128::from(TEN19)) as u64;
+    match u64::try_from(high) {
+        Ok(h) => push_u64(out, h),
+        Err(_) => {
+            // Below 2^128 / 10^19 < 4 * 10^19: one more digit, then 19.
+            let mut rest = high;
+            let mut top = 0u8;
+            while rest >= u128::from(TEN19) {
+                rest -= u128::from(TEN19);
+                top += 1;
+            }
+            out.push(b'0' + top);
+            out.extend_from_slice(&digits19(rest as u64));
+        }
+    }
+    out.extend_from_slice(&digits19(low));
 }
 
-/// Lowercase hex of `v`, zero-padded to `width` digits (`{v:0width$x}`).
+/// Decimal of a 64-bit value: its 8-digit words ([`digits8`]), the first without its leading
+/// zeros. Each word is appended whole (eight bytes, a single store) and the line cut back to
+/// the digits: no copy of a length known only at run time (a call to `memmove`).
+#[inline]
+fn push_u64(out: &mut Vec<u8>, n: u64) {
+    const TEN8: u64 = 100_000_000;
+    // The first word: its digits moved to the front of the 8 bytes, the rest cut off.
+    let lead = |out: &mut Vec<u8>, x: u32| {
+        let digits = x.checked_ilog10().unwrap_or(0) as usize + 1;
+        let word = u64::from_le_bytes(digits8(x)) >> (8 * (8 - digits));
+        let len = out.len() + digits;
+        out.extend_from_slice(&word.to_le_bytes());
+        out.truncate(len);
+    };
+    if n < 100 {
+        // Versions, nodes, small counters: one or two bytes.
+        if n >= 10 {
+            out.push(b'0' + (n / 10) as u8);
+        }
+        out.push(b'0' + (n % 10) as u8);
+    } else if n < TEN8 {
+        lead(out, n as u32);
+    } else if n < TEN8 * TEN8 {
+        lead(out, (n / TEN8) as u32);
+        out.extend_from_slice(&digits8((n % TEN8) as u32));
+    } else {
+        let rest = n % (TEN8 * TEN8);
+        lead(out, (n / (TEN8 * TEN8)) as u32);
+        out.extend_from_slice(&digits8((rest / TEN8) as u32));
+        out.extend_from_slice(&digits8((rest % TEN8) as u32));
+    }
+}
+
+/// The 19 decimal digits of `x` (below 10^19), zero-padded.
+#[inline]
+fn digits19(x: u64) -> [u8; 19] {
+    let top = (x / 10_000_000_000_000_000) as u32;
+    let rest = x % 10_000_000_000_000_000;
+    let mut out = [0u8; 19];
+    out[0] = b'0' + (top / 100) as u8;
+    out[1] = b'0' + (top / 10 % 10) as u8;
+    out[2] = b'0' + (top % 10) as u8;
+    out[3..11].copy_from_slice(&digits8((rest / 100_000_000) as u32));
+    out[11..].copy_from_slice(&digits8((rest % 100_000_000) as u32));
+    out
+}
+
+/// The 8 decimal digits of `x` (below 10^8), zero-padded, in one 64-bit word: its halves of
+/// four digits, then pairs, then single digits are split in every lane at once with
+/// multiplications by reciprocals (`10486 / 2^20` is `1 / 100` below 10^4, `103 / 2^10` is
+/// `1 / 10` below 100), as Khuong and Lemire write 8 digits at once.
+#[inline]
+fn digits8(x: u32) -> [u8; 8] {
+    let x = u64::from(x);
+    let merged = (x / 10_000) | (x % 10_000) << 32;
+    let hundreds = ((merged * 10_486) >> 20) & (0x7F << 32 | 0x7F);
+    let pairs = (merged - 100 * hundreds) << 16 | hundreds;
+    let tens = ((pairs * 103) >> 10) & (0xF << 48 | 0xF << 32 | 0xF << 16 | 0xF);
+    let digits = tens + ((pairs - 10 * tens) << 8);
+    (digits + 0x3030_3030_3030_3030).to_le_bytes()
+}
+
+/// Lowercase hex of `v`, zero-padded to `width` digits (`{v:0width$x}`). The digits are
+/// made left-aligned (the value shifted up first), appended as a whole 16- or 32-byte block
+/// and the line cut back to them: no copy of a run-time length.
 #[inline]
 fn push_hex(out: &mut Vec<u8>, v: u128, width: usize) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     let digits = (128 - v.leading_zeros()).div_ceil(4).max(1) as usize;
     if width > 32 {
         out.extend(std::iter::repeat_n(b'0', width - 32));
     }
     let n = digits.max(width).min(32);
-    let mut buf = [b'0'; 32];
-    let mut v = v;
-    for slot in buf.iter_mut().rev().take(digits) {
-        *slot = HEX[(v & 0xF) as usize];
-        v >>= 4;
+    let len = out.len() + n;
+    if n <= 16 {
+        // `v` has at most n <= 16 digits: it fits 64 bits.
+        let word = text::hex16((v as u64) << (4 * (16 - n) as u32), false);
+        out.extend_from_slice(&word.to_be_bytes());
+    } else {
+        out.extend_from_slice(&text::hex32(v << (4 * (32 - n) as u32), false));
     }
-    out.extend_from_slice(&buf[32 - n..]);
+    out.truncate(len);
 }
 
 /// The 32 uppercase hex digits of `v`.
@@ -992,10 +1373,7 @@ fn push_wide_decimal(out: &mut Vec<u8>, hi: u32, lo: u128) {
     let q =
         (u128::from(quotient[0]) << 64 | u128::from(quotient[1])) << 64 | u128::from(quotient[2]);
     push_u128(out, q);
-    let mut buf = itoa::Buffer::new();
-    let r = buf.format(rem as u64);
-    out.extend(std::iter::repeat_n(b'0', 19 - r.len()));
-    out.extend_from_slice(r.as_bytes());
+    out.extend_from_slice(&digits19(rem as u64));
 }
 
 impl SecondCache {
@@ -1068,15 +1446,34 @@ fn json_nanos(out: &mut Vec<u8>, n: u128) {
     }
 }
 
+/// Whether JSON text of `bytes` needs an escape (a control character, `"` or `\\`): eight
+/// bytes at a time, each test the classic "has a zero byte" of a word (exact as to whether
+/// some byte matches, which is all that is asked).
+#[inline]
+fn needs_escape(bytes: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = ONES * 0x80;
+    let has_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let bad = |x: u64| {
+        x.wrapping_sub(ONES * 0x20) & !x & HIGH
+            | has_zero(x ^ (ONES * u64::from(b'"')))
+            | has_zero(x ^ (ONES * u64::from(b'\\')))
+    };
+    let word = |c: &[u8]| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+    if bytes.len() < 8 {
+        return bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\');
+    }
+    // Whole words, then the last eight bytes (overlapping the last word read).
+    let found = bytes.chunks_exact(8).fold(0, |f, c| f | bad(word(c)));
+    found | bad(word(&bytes[bytes.len() - 8..])) != 0
+}
+
 /// A JSON string, escaped as `serde_json` escapes it (`\"`, `\\`, the short escapes of
 /// control characters where JSON has them, `\u00XX` for the others).
 fn json_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
     let bytes = s.as_bytes();
-    // No early exit: the whole scan is a few vector compares.
-    let plain = !bytes.iter().fold(false, |bad, &b| {
-        bad | (b < 0x20) | (b == b'"') | (b == b'\\')
-    });
+    let plain = !needs_escape(bytes);
     if plain {
         out.extend_from_slice(bytes);
     } else {
@@ -1122,6 +1519,42 @@ mod tests {
             let mut out = Vec::new();
             push_hex(&mut out, v, w);
             assert_eq!(String::from_utf8(out).unwrap(), format!("{v:0w$x}"));
+        }
+        // Every length of value against every width, after text already in the line.
+        for bits in 0..=128u32 {
+            let v = u128::MAX.checked_shr(128 - bits).unwrap_or(0) ^ (bits as u128 * 0x1357);
+            let v = v & u128::MAX.checked_shr(128 - bits).unwrap_or(0);
+            for w in 0..=34 {
+                let mut out = b"x=".to_vec();
+                push_hex(&mut out, v, w);
+                assert_eq!(String::from_utf8(out).unwrap(), format!("x={v:0w$x}"));
+            }
+        }
+    }
+
+    #[test]
+    fn decimal_digits_match_itoa() {
+        let mut x = 0x9E37_79B9_7F4A_7C15_u64;
+        let mut cases: Vec<u128> = vec![0, 9, 10, u128::from(u64::MAX), u128::from(u64::MAX) + 1];
+        cases.extend([u128::MAX, u128::MAX - 1, 10u128.pow(38), 10u128.pow(38) - 1]);
+        cases.extend([10u128.pow(19) * u128::from(u64::MAX), 10u128.pow(19) << 64]);
+        cases.extend((0..=38).flat_map(|k| [10u128.pow(k) - 1, 10u128.pow(k), 10u128.pow(k) + 1]));
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let wide = u128::from(x) * u128::from(x.rotate_left(29));
+            cases.extend([wide, wide >> (x % 128), u128::from(x >> (x % 64))]);
+        }
+        for n in cases {
+            let mut out = b"n=".to_vec();
+            push_u128(&mut out, n);
+            assert_eq!(String::from_utf8(out).unwrap(), format!("n={n}"));
+        }
+        // Each half of four digits is split in a lane of its own: every value of each half.
+        let halves = (0..10_000).flat_map(|i| [i * 10_000 + 1_234, 5_678 * 10_000 + i]);
+        for v in halves.chain([99_999_999, 10_000_000, 1]) {
+            assert_eq!(digits8(v), *format!("{v:08}").as_bytes());
         }
     }
 
@@ -1175,6 +1608,34 @@ mod tests {
     }
 
     #[test]
+    fn the_escape_scan_finds_what_a_byte_by_byte_scan_finds() {
+        let alphabet = [
+            0u8, 0x1f, 0x20, b'"', b'!', b'#', b'\\', b'[', b']', 0x7f, 0x80, 0xa2, 0xff, b'a',
+        ];
+        let mut x = 0x9E37_79B9_7F4A_7C15_u64;
+        for _ in 0..50_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let len = (x % 41) as usize;
+            let mut y = x;
+            let bytes: Vec<u8> = (0..len)
+                .map(|i| {
+                    y = y.rotate_left(5) ^ i as u64;
+                    // Mostly plain text, now and then one byte from the alphabet.
+                    if y % 13 == 0 {
+                        alphabet[(y >> 8) as usize % alphabet.len()]
+                    } else {
+                        b'0' + (y % 10) as u8
+                    }
+                })
+                .collect();
+            let slow = bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\');
+            assert_eq!(needs_escape(&bytes), slow, "{bytes:?}");
+        }
+    }
+
+    #[test]
     fn json_strings_escape_like_serde_json() {
         for s in [
             "plain",
@@ -1183,7 +1644,13 @@ mod tests {
             "nl\n\r\t\u{8}\u{c}",
             "\u{1}\u{1f}",
             "é\u{7f}",
+            "0123456789abcdef0123456789abcdef\u{1f}",
+            "01234567\"",
+            "0123456\\x",
+            "\u{80}\u{a0}\u{ff}ÿ",
         ] {
+            let slow = s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\');
+            assert_eq!(needs_escape(s.as_bytes()), slow, "{s:?}");
             let mut out = Vec::new();
             json_str(&mut out, s);
             assert_eq!(
