@@ -2,10 +2,11 @@
 //!
 //! `idforge inspect` reads millions of ids from a pipe; building a [`Decoded`] (a dozen owned
 //! strings) for each costs more than decoding it. The inspector writes each line straight into
-//! the caller's buffer. Ids of a layout scheme (every sequencer scheme but TypeID) and version 7
-//! UUIDs read without a scheme take that path; every other id is decoded with
-//! [`inspect_as`](super::inspect_as) and written from its [`Decoded`] by the same writer, so the
-//! two paths cannot print different lines for one id (a test compares them on every scheme).
+//! the caller's buffer. Every kind of id takes that path, named or read without a scheme. Where
+//! the fast reading finds nothing to write (text it refuses, a case it does not cover), the id
+//! is decoded again with [`inspect_as`](super::inspect_as) and written from its [`Decoded`] by
+//! the same writer: a refusal reads exactly as `inspect_as` words it, and tests compare the two
+//! paths' lines on every kind (and the `inspect` fuzz target on arbitrary input).
 
 use super::V8_LAYOUTS;
 use super::{
