@@ -74,10 +74,12 @@ fn a_deleted_or_replaced_state_file_is_noticed_within_a_few_milliseconds() {
 
 /// A creator holds its directory's lock for a few milliseconds. One that is stopped (here a
 /// child that took the lock and then `SIGSTOP`ped itself) holds it forever: an opener gives up
-/// after 10 s with a message that names the directory, the process and what to do, instead of
-/// "cannot lock the directory of: ... (stopped?)", which named neither.
+/// after its patience (10 s by default, 1 s here) with a message that names the directory, the
+/// process and what to do, instead of "cannot lock the directory of: ... (stopped?)", which
+/// named neither.
 #[test]
 fn an_opener_names_a_stopped_creator_that_holds_the_directory_lock() {
+    const PATIENCE: Duration = Duration::from_secs(1);
     use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt;
     let d = std::env::temp_dir().join(format!("idforge-busy-{}", std::process::id()));
@@ -105,7 +107,7 @@ fn an_opener_names_a_stopped_creator_that_holds_the_directory_lock() {
         Some(2),
         WallClock,
         Scheme::Snowflake.default_policy(),
-        &StateOptions::new(d.join("s.state")),
+        &StateOptions::new(d.join("s.state")).lock_patience(PATIENCE),
     )
     .err();
     let waited = started.elapsed();
@@ -128,7 +130,7 @@ fn an_opener_names_a_stopped_creator_that_holds_the_directory_lock() {
         "{msg}"
     );
     assert!(
-        waited >= Duration::from_secs(10) && waited < Duration::from_secs(20),
+        waited >= PATIENCE && waited < PATIENCE + Duration::from_secs(10),
         "gave up after {waited:?}"
     );
 }

@@ -1415,12 +1415,17 @@ impl SecondCache {
         let mut len = 19;
         if digits > 0 {
             buf[19] = b'.';
-            let mut frac = (ns % 1_000_000_000) / 10u64.pow(9 - digits);
-            for slot in buf[20..20 + digits as usize].iter_mut().rev() {
-                *slot = b'0' + (frac % 10) as u8;
-                frac /= 10;
+            let frac = (ns % 1_000_000_000) / 10u64.pow(9 - digits);
+            // The fraction's digits from one 8-digit word (the ninth, for nanoseconds, first):
+            // UUID v1 and v6 times are 100 ns apart, so this runs for nearly every such id.
+            let d = digits as usize;
+            if d == 9 {
+                buf[20] = b'0' + (frac / 100_000_000) as u8;
+                buf[21..29].copy_from_slice(&digits8((frac % 100_000_000) as u32));
+            } else {
+                buf[20..20 + d].copy_from_slice(&digits8(frac as u32)[8 - d..]);
             }
-            len = 20 + digits as usize;
+            len = 20 + d;
         }
         buf[len] = b'Z';
         out.extend_from_slice(&buf[..=len]);
@@ -1599,7 +1604,22 @@ mod tests {
             -1,
         ] {
             ns += step;
-            for digits in [0, 2, 3, 7, 9] {
+            for digits in 0..=9 {
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                cache.write(&mut a, ns, digits);
+                write_unix_ns(&mut b, ns, digits);
+                assert_eq!(a, b, "{ns} {digits}");
+            }
+        }
+        // Fractions with leading zeros and single nonzero digits at either end.
+        for ns in [
+            1_700_000_000_000_000_001i128,
+            1_700_000_000_000_000_100,
+            1_700_000_000_010_000_000,
+            1_700_000_000_100_000_000,
+            1_700_000_000_900_000_009,
+        ] {
+            for digits in 0..=9 {
                 let (mut a, mut b) = (Vec::new(), Vec::new());
                 cache.write(&mut a, ns, digits);
                 write_unix_ns(&mut b, ns, digits);

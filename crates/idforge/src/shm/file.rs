@@ -17,25 +17,22 @@ pub(super) struct DirectoryLock {
     _dir: File,
 }
 
-/// How long an opener waits for a creator that looks stopped, hung or unknown before it gives
-/// up; a creator that is running is waited for up to [`LOCK_LIMIT`].
-const LOCK_PATIENCE: Duration = Duration::from_secs(10);
-
 /// The longest an opener waits for the directory's lock, whoever holds it.
 const LOCK_LIMIT: Duration = Duration::from_secs(120);
 
 /// Takes the directory's exclusive `flock`. A creator holds it for [`FRESH_MARGIN`](super::FRESH_MARGIN)
 /// and the file's creation: an opener waits while the holder runs (up to two minutes), and
-/// gives up after 10 s when the holder is stopped, a zombie or cannot be found, saying which
+/// gives up after `patience` ([`StateOptions::lock_patience`](super::StateOptions::lock_patience),
+/// 10 s by default) when the holder is stopped, a zombie or cannot be found, saying which
 /// process holds the lock.
-pub(super) fn lock_directory(dir: &Path) -> Result<DirectoryLock, Error> {
+pub(super) fn lock_directory(dir: &Path, patience: Duration) -> Result<DirectoryLock, Error> {
     let f = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_DIRECTORY | libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(dir)
         .map_err(|e| io_err(dir, "open the directory of", e))?;
     let start = std::time::Instant::now();
-    let mut next_look = LOCK_PATIENCE;
+    let mut next_look = patience.min(LOCK_LIMIT);
     while !sys::flock(&f, libc::LOCK_EX | libc::LOCK_NB) {
         let waited = start.elapsed();
         if waited > next_look {

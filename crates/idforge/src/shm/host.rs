@@ -212,7 +212,7 @@ impl HostStamp {
                 // Creators hold the directory's lock from the moment they find the file missing
                 // until it exists: no other file can appear (and be used, and be deleted) at the
                 // path while this one waits out the predecessors' lead.
-                let _creating = lock_directory(dir)?;
+                let _creating = lock_directory(dir, opts.lock_patience)?;
                 match fs::symlink_metadata(path) {
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                         std::thread::sleep(wait);

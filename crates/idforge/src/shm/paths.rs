@@ -1,6 +1,7 @@
 //! Where state files are: [`StateOptions`] and the default state directory and paths.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use super::header::fnv1a;
 use super::sys;
@@ -25,7 +26,15 @@ pub struct StateOptions {
     /// Where the boot id is read (default [`BOOT_ID_PATH`]); an unreadable one means the boot
     /// cannot be identified, and durable mode then recovers to the persisted mark on every open.
     pub boot_id_path: PathBuf,
+    /// How long an opener that finds the directory locked by the process creating the file
+    /// waits when that process is stopped, a zombie or cannot be found, before it gives up with
+    /// [`StateFileError::Busy`] naming it (default 10 s; see [`StateOptions::lock_patience`]).
+    /// A creator that runs is waited for up to two minutes whatever this is.
+    pub lock_patience: Duration,
 }
+
+/// [`StateOptions::lock_patience`]'s default.
+const DEFAULT_LOCK_PATIENCE: Duration = Duration::from_secs(10);
 
 impl StateOptions {
     /// Options for `path`, mode `0600`, not durable.
@@ -36,7 +45,26 @@ impl StateOptions {
             shared: false,
             durable: false,
             boot_id_path: PathBuf::from(BOOT_ID_PATH),
+            lock_patience: DEFAULT_LOCK_PATIENCE,
         }
+    }
+
+    /// Give up on a creator that holds the directory's lock and is stopped, a zombie or gone
+    /// after `patience` instead of 10 s: a service whose manager allows it a few seconds to
+    /// start can fail with the creator's name in time. Capped at two minutes, the longest an
+    /// opener waits for any creator.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use idforge::StateOptions;
+    ///
+    /// let opts = StateOptions::new("/var/lib/ids/snowflake.state").lock_patience(Duration::from_secs(2));
+    /// assert_eq!(opts.lock_patience, Duration::from_secs(2));
+    /// assert_eq!(StateOptions::new("x").lock_patience, Duration::from_secs(10));
+    /// ```
+    pub fn lock_patience(mut self, patience: Duration) -> Self {
+        self.lock_patience = patience;
+        self
     }
 
     /// Share the file explicitly: new files get `mode` (for instance `0o660` for a group), and an
