@@ -130,7 +130,7 @@ fn an_opener_names_a_stopped_creator_that_holds_the_directory_lock() {
         "{msg}"
     );
     assert!(
-        waited >= PATIENCE && waited < PATIENCE + Duration::from_secs(10),
+        waited >= PATIENCE && waited < PATIENCE + Duration::from_secs(5),
         "gave up after {waited:?}"
     );
 }
