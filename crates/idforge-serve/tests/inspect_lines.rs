@@ -106,8 +106,14 @@ fn stream_text(kind: Option<&Kind>, raw: u128, delta: u16, shape: u8) -> String 
             };
             (v, bits, s.default_format())
         }
+        // UUIDs: `delta` in the low bits of a v1 or v6 time too (times within and across
+        // milliseconds, which share a millisecond's block of text).
         None => (
-            uuid_of(raw, [1, 6, 7, 8, 4, 0xb][usize::from(shape) % 6], 0b10),
+            uuid_of(
+                raw ^ u128::from(delta) << 96 ^ u128::from(delta & 0xFFF) << 64,
+                [1, 6, 7, 8, 4, 0xb][usize::from(shape) % 6],
+                0b10,
+            ),
             128,
             Format::Uuid,
         ),

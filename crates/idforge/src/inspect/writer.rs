@@ -87,6 +87,26 @@ struct Clock {
     /// The last block's time in nanoseconds, fraction digits and whether it is JSON.
     last: Option<(u64, u32, bool)>,
     block: Vec<u8>,
+    /// Times finer than a millisecond (UUID v1/v6, nanots): the block of the last millisecond
+    /// cut where the digits below it go ([`MsBlock`]).
+    ms: MsBlock,
+    /// UUID v1/v6 `timestamp`s: the digits above their last four, for the last value of
+    /// those ([`Clock::ticks`]).
+    ticks: Option<(u64, [u8; 24], usize)>,
+}
+
+/// A time block with the digits below its millisecond left out, made once per millisecond:
+/// the nanoseconds of a time are its milliseconds' digits followed by six more, and its
+/// fraction of a second the millisecond's three followed by those six's first.
+///
+/// JSON: `head` is `,"unix_ms":MS,"unix_ns":MS` and `mid` is `,"time":"...SS.mmm`; a block is
+/// `head`, six digits, `mid`, the fraction's further digits and `Z"`. Text: `head` is
+/// ` time=...SS.mmm` and `mid` is `Z unix_ms=MS`; a block is `head`, the further digits, `mid`.
+struct MsBlock {
+    /// The millisecond, fraction digits and whether it is JSON.
+    key: Option<(u64, u32, bool)>,
+    head: Vec<u8>,
+    mid: Vec<u8>,
 }
 
 impl Clock {
@@ -95,7 +115,40 @@ impl Clock {
             second: SecondCache::new(),
             last: None,
             block: Vec::with_capacity(128),
+            ms: MsBlock {
+                key: None,
+                head: Vec::with_capacity(64),
+                mid: Vec::with_capacity(64),
+            },
+            ticks: None,
         }
+    }
+
+    /// A UUID v1/v6 timestamp (100 ns ticks) in decimal: the digits above the last four are
+    /// made once while they stay the same (for 1 ms: ids come in runs).
+    #[inline]
+    fn ticks(&mut self, out: &mut Vec<u8>, ticks: u64) {
+        const TEN4: u64 = 10_000;
+        let high = ticks / TEN4;
+        if high == 0 {
+            push_u64(out, ticks);
+            return;
+        }
+        let (text, len) = match &self.ticks {
+            Some((h, text, len)) if *h == high => (text, *len),
+            _ => {
+                let mut v = Vec::with_capacity(24);
+                push_u64(&mut v, high);
+                let mut text = [0u8; 24];
+                text[..v.len()].copy_from_slice(&v);
+                let (_, text, len) = self.ticks.insert((high, text, v.len()));
+                (&*text, *len)
+            }
+        };
+        let at = out.len() + len;
+        out.extend_from_slice(text);
+        out.truncate(at);
+        out.extend_from_slice(&digits4((ticks % TEN4) as u32));
     }
 }
 
@@ -407,8 +460,17 @@ impl Inspector {
         if !edge {
             match version {
                 1 | 6 => {
+                    // Above 2^53 in JSON from 1582 + 28 years: a string there.
                     let ticks = crate::time::gregorian_ticks(value, version);
-                    e.part("timestamp", P::Int(u128::from(ticks)));
+                    let quote = e.json && ticks > 1 << 53;
+                    e.key("timestamp");
+                    if quote {
+                        e.out.push(b'"');
+                    }
+                    e.clock.ticks(e.out, ticks);
+                    if quote {
+                        e.out.push(b'"');
+                    }
                     e.part("clock_seq", P::Int((value >> 48) & 0x3FFF));
                     e.part("node", P::Hex(value & 0xFFFF_FFFF_FFFF, 12));
                 }
@@ -1045,15 +1107,17 @@ impl<'a> Emit<'a> {
         if self.json {
             self.out.extend_from_slice(b"{\"id\":");
             json_str(self.out, input);
-            self.out.extend_from_slice(b",\"scheme\":");
-            json_str(self.out, scheme);
-            self.out.extend_from_slice(b",\"value\":\"");
+            // Scheme names are the crate's own, plain ASCII: no escape to look for.
+            debug_assert!(!needs_escape(scheme.as_bytes()));
+            self.out.extend_from_slice(b",\"scheme\":\"");
+            put(self.out, scheme.as_bytes());
+            self.out.extend_from_slice(b"\",\"value\":\"");
             push_u128(self.out, value);
             self.out.push(b'"');
         } else {
-            self.out.extend_from_slice(canonical);
+            put(self.out, canonical);
             self.out.extend_from_slice(b"  scheme=");
-            self.out.extend_from_slice(scheme.as_bytes());
+            put(self.out, scheme.as_bytes());
         }
     }
 
@@ -1079,6 +1143,9 @@ impl<'a> Emit<'a> {
             if let Ok(small) = u64::try_from(ns) {
                 if i128::from(small) == *t {
                     let key = Some((small, *digits, self.json));
+                    if self.clock.last != key && self.when_in_ms(small, *digits) {
+                        return;
+                    }
                     let clock = &mut *self.clock;
                     if clock.last != key {
                         clock.block.clear();
@@ -1099,10 +1166,74 @@ impl<'a> Emit<'a> {
         write_when(self.out, self.json, &mut self.clock.second, unix_ns, time);
     }
 
+    /// [`Emit::when`] for a time given both ways in 64 bits, from the block of its
+    /// millisecond ([`MsBlock`]) where it has digits below the millisecond (4 to 9 fraction
+    /// digits, a time after the first millisecond of 1970). False, with nothing written,
+    /// otherwise.
+    #[inline]
+    fn when_in_ms(&mut self, ns: u64, digits: u32) -> bool {
+        if !(4..=9).contains(&digits) || ns < 1_000_000 {
+            return false;
+        }
+        let ms = ns / 1_000_000;
+        let key = Some((ms, digits, self.json));
+        let clock = &mut *self.clock;
+        let b = &mut clock.ms;
+        if b.key != key {
+            b.head.clear();
+            b.mid.clear();
+            // The block of the millisecond itself, cut where the further digits go.
+            let mut t = Vec::with_capacity(32);
+            clock.second.write(&mut t, i128::from(ms) * 1_000_000, 3);
+            let Some((b'Z', time)) = t.split_last() else {
+                return false;
+            };
+            if self.json {
+                b.head.extend_from_slice(b",\"unix_ms\":");
+                push_u64(&mut b.head, ms);
+                b.head.extend_from_slice(b",\"unix_ns\":");
+                push_u64(&mut b.head, ms);
+                b.mid.extend_from_slice(b",\"time\":\"");
+                b.mid.extend_from_slice(time);
+            } else {
+                b.head.extend_from_slice(b" time=");
+                b.head.extend_from_slice(time);
+                b.mid.extend_from_slice(b"Z unix_ms=");
+                push_u64(&mut b.mid, ms);
+            }
+            b.key = key;
+        }
+        // The six digits below the millisecond, then two zero bytes.
+        let six = (u64::from_le_bytes(digits8((ns % 1_000_000) as u32)) >> 16).to_le_bytes();
+        let further = digits as usize - 3;
+        self.out.extend_from_slice(&b.head);
+        if self.json {
+            self.out.extend_from_slice(&six[..6]);
+            self.out.extend_from_slice(&b.mid);
+            let at = self.out.len() + further;
+            self.out.extend_from_slice(&six);
+            self.out.truncate(at);
+            self.out.extend_from_slice(b"Z\"");
+        } else {
+            let at = self.out.len() + further;
+            self.out.extend_from_slice(&six);
+            self.out.truncate(at);
+            self.out.extend_from_slice(&b.mid);
+        }
+        true
+    }
+
     /// A part: its key (a literal at every call, so its copy is inlined as a few moves) and
     /// its value.
     #[inline(always)]
     fn part(&mut self, key: &str, p: P<'_>) {
+        self.key(key);
+        self.value(p);
+    }
+
+    /// A part's key: `,"key":` or ` key=`.
+    #[inline(always)]
+    fn key(&mut self, key: &str) {
         if self.json {
             self.out.extend_from_slice(b",\"");
             self.out.extend_from_slice(key.as_bytes());
@@ -1112,9 +1243,9 @@ impl<'a> Emit<'a> {
             self.out.extend_from_slice(key.as_bytes());
             self.out.push(b'=');
         }
-        self.value(p);
     }
 
+    #[inline(always)]
     fn value(&mut self, p: P<'_>) {
         if self.json {
             match p {
@@ -1229,9 +1360,9 @@ fn ms_of(ns: u128) -> u128 {
     }
 }
 
-/// Decimal: [`push_u64`] while the value fits 64 bits; above, one division by 10^19 and its
-/// last 19 digits written at once ([`digits19`]): `itoa`'s 128-bit path writes two digits per
-/// step.
+/// Decimal: [`push_u64`] while the value fits 64 bits; above, one division by 10^19 (a single
+/// `div` instruction where the quotient fits 64 bits) and every digit made in 8-digit words
+/// in one [`Window`], appended whole.
 #[inline]
 fn push_u128(out: &mut Vec<u8>, n: u128) {
     const TEN19: u64 = 10_000_000_000_000_000_000;
@@ -1241,67 +1372,112 @@ fn push_u128(out: &mut Vec<u8>, n: u128) {
     }
     let high = n / u128::from(TEN19);
     let low = (n - high * u128::from(TEN19)) as u64;
-    match u64::try_from(high) {
-        Ok(h) => push_u64(out, h),
-        Err(_) => {
-            // Below 2^128 / 10^19 < 4 * 10^19: one more digit, then 19.
-            let mut rest = high;
-            let mut top = 0u8;
-            while rest >= u128::from(TEN19) {
-                rest -= u128::from(TEN19);
-                top += 1;
-            }
-            out.push(b'0' + top);
-            out.extend_from_slice(&digits19(rest as u64));
+    let mut w = Window::new();
+    let digits = match u64::try_from(high) {
+        Ok(h) => {
+            // At least 2^64 / 10^19 > 1: one digit or more.
+            let d = h.ilog10() as usize + 1;
+            let end = Window::START + d + 19;
+            w.put19(end, low);
+            w.put_u64(end - 19, h, d);
+            d + 19
         }
-    }
-    out.extend_from_slice(&digits19(low));
+        Err(_) => {
+            // Below 2^128 / 10^19 < 4 * 10^19: one more digit, then 19 and 19.
+            let top = (high / u128::from(TEN19)) as u8;
+            let rest = (high - u128::from(top) * u128::from(TEN19)) as u64;
+            let end = Window::START + 39;
+            w.put19(end, low);
+            w.put19(end - 19, rest);
+            w.0[Window::START] = b'0' + top;
+            39
+        }
+    };
+    w.append::<40>(out, digits);
 }
 
-/// Decimal of a 64-bit value: its 8-digit words ([`digits8`]), the first without its leading
-/// zeros. Each word is appended whole (eight bytes, a single store) and the line cut back to
-/// the digits: no copy of a length known only at run time (a call to `memmove`).
+/// Decimal of a 64-bit value: its 8-digit words ([`digits8`]) in a [`Window`], appended whole.
 #[inline]
 fn push_u64(out: &mut Vec<u8>, n: u64) {
-    const TEN8: u64 = 100_000_000;
-    // The first word: its digits moved to the front of the 8 bytes, the rest cut off.
-    let lead = |out: &mut Vec<u8>, x: u32| {
-        let digits = x.checked_ilog10().unwrap_or(0) as usize + 1;
-        let word = u64::from_le_bytes(digits8(x)) >> (8 * (8 - digits));
-        let len = out.len() + digits;
-        out.extend_from_slice(&word.to_le_bytes());
-        out.truncate(len);
-    };
     if n < 100 {
         // Versions, nodes, small counters: one or two bytes.
         if n >= 10 {
             out.push(b'0' + (n / 10) as u8);
         }
         out.push(b'0' + (n % 10) as u8);
-    } else if n < TEN8 {
-        lead(out, n as u32);
-    } else if n < TEN8 * TEN8 {
-        lead(out, (n / TEN8) as u32);
-        out.extend_from_slice(&digits8((n % TEN8) as u32));
-    } else {
-        let rest = n % (TEN8 * TEN8);
-        lead(out, (n / (TEN8 * TEN8)) as u32);
-        out.extend_from_slice(&digits8((rest / TEN8) as u32));
-        out.extend_from_slice(&digits8((rest % TEN8) as u32));
+        return;
+    }
+    let d = n.ilog10() as usize + 1;
+    let mut w = Window::new();
+    w.put_u64(Window::START + d, n, d);
+    w.append::<24>(out, d);
+}
+
+/// A number's decimal digits, made in 8-digit words ([`digits8`]) and stored from the last
+/// word to the first so that they start at [`Window::START`]: a word's leading zeros fall on
+/// the place of the word before it, which is stored after it and covers them (the first
+/// word's fall before `START`). The window is appended whole, a copy of a fixed size, and the
+/// line cut back to the digits: no copy of a length known only at run time (a call to
+/// `memmove`), no digit written one at a time.
+struct Window([u8; Window::LEN]);
+
+impl Window {
+    /// Room for the first word's leading zeros.
+    const START: usize = 8;
+    /// 39 digits (the most of a 128-bit value), appended as 40 bytes.
+    const LEN: usize = Window::START + 40;
+
+    #[inline(always)]
+    fn new() -> Window {
+        Window([0; Window::LEN])
+    }
+
+    /// The `d` digits of `x` (`d` its digit count, 1 to 20), ending before `end`.
+    #[inline(always)]
+    fn put_u64(&mut self, end: usize, x: u64, d: usize) {
+        const TEN8: u64 = 100_000_000;
+        self.word(end, (x % TEN8) as u32);
+        if d > 8 {
+            let rest = x / TEN8;
+            self.word(end - 8, (rest % TEN8) as u32);
+            if d > 16 {
+                self.word(end - 16, (rest / TEN8) as u32);
+            }
+        }
+    }
+
+    /// The 19 digits of `x` (below 10^19), zero-padded, ending before `end`.
+    #[inline(always)]
+    fn put19(&mut self, end: usize, x: u64) {
+        const TEN8: u64 = 100_000_000;
+        self.word(end, (x % TEN8) as u32);
+        let rest = x / TEN8;
+        self.word(end - 8, (rest % TEN8) as u32);
+        // The top three digits are the last three bytes of their word.
+        self.word(end - 16, (rest / TEN8) as u32);
+    }
+
+    #[inline(always)]
+    fn word(&mut self, end: usize, x: u32) {
+        self.0[end - 8..end].copy_from_slice(&digits8(x));
+    }
+
+    /// Appends the first `digits` digits (`digits <= N`): `N` bytes, and the line cut back.
+    #[inline(always)]
+    fn append<const N: usize>(&self, out: &mut Vec<u8>, digits: usize) {
+        let len = out.len() + digits;
+        out.extend_from_slice(&self.0[Window::START..Window::START + N]);
+        out.truncate(len);
     }
 }
 
 /// The 19 decimal digits of `x` (below 10^19), zero-padded.
 #[inline]
 fn digits19(x: u64) -> [u8; 19] {
-    let top = (x / 10_000_000_000_000_000) as u32;
-    let rest = x % 10_000_000_000_000_000;
+    let mut w = Window::new();
+    w.put19(Window::START + 19, x);
     let mut out = [0u8; 19];
-    out[0] = b'0' + (top / 100) as u8;
-    out[1] = b'0' + (top / 10 % 10) as u8;
-    out[2] = b'0' + (top % 10) as u8;
-    out[3..11].copy_from_slice(&digits8((rest / 100_000_000) as u32));
-    out[11..].copy_from_slice(&digits8((rest % 100_000_000) as u32));
+    out.copy_from_slice(&w.0[Window::START..Window::START + 19]);
     out
 }
 
@@ -1318,6 +1494,13 @@ fn digits8(x: u32) -> [u8; 8] {
     let tens = ((pairs * 103) >> 10) & (0xF << 48 | 0xF << 32 | 0xF << 16 | 0xF);
     let digits = tens + ((pairs - 10 * tens) << 8);
     (digits + 0x3030_3030_3030_3030).to_le_bytes()
+}
+
+/// The 4 decimal digits of `x` (below 10^4), zero-padded.
+#[inline]
+fn digits4(x: u32) -> [u8; 4] {
+    let d = digits8(x);
+    [d[4], d[5], d[6], d[7]]
 }
 
 /// Lowercase hex of `v`, zero-padded to `width` digits (`{v:0width$x}`). The digits are
@@ -1452,6 +1635,26 @@ fn json_nanos(out: &mut Vec<u8>, n: u128) {
     }
 }
 
+/// Appends `s`, of a length known only at run time, as two copies of a fixed size that
+/// overlap (up to 64 bytes): for text this short a call to `memcpy` costs more than the copy.
+#[inline(always)]
+fn put(out: &mut Vec<u8>, s: &[u8]) {
+    #[inline(always)]
+    fn two<const N: usize>(out: &mut Vec<u8>, s: &[u8]) {
+        // N <= s.len() <= 2N: the first N bytes, then the last N ending where `s` ends.
+        let end = out.len() + s.len();
+        out.extend_from_slice(&s[..N]);
+        out.truncate(end - N);
+        out.extend_from_slice(&s[s.len() - N..]);
+    }
+    match s.len() {
+        32..=64 => two::<32>(out, s),
+        16..=31 => two::<16>(out, s),
+        8..=15 => two::<8>(out, s),
+        _ => out.extend_from_slice(s),
+    }
+}
+
 /// Whether JSON text of `bytes` needs an escape (a control character, `"` or `\\`): eight
 /// bytes at a time, each test the classic "has a zero byte" of a word (exact as to whether
 /// some byte matches, which is all that is asked).
@@ -1481,7 +1684,7 @@ fn json_str(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
     let plain = !needs_escape(bytes);
     if plain {
-        out.extend_from_slice(bytes);
+        put(out, bytes);
     } else {
         const HEX: &[u8; 16] = b"0123456789abcdef";
         for &b in bytes {
@@ -1508,6 +1711,19 @@ fn json_str(out: &mut Vec<u8>, s: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn put_appends_every_length_whole() {
+        let text: Vec<u8> = (0..100u8).map(|i| b'!' + i % 90).collect();
+        for len in 0..=text.len() {
+            for before in [0, 1, 7, 33] {
+                let mut out = vec![b'x'; before];
+                put(&mut out, &text[..len]);
+                assert_eq!(out.len(), before + len);
+                assert_eq!(&out[before..], &text[..len], "{len} after {before}");
+            }
+        }
+    }
 
     #[test]
     fn hex_matches_format() {
