@@ -351,10 +351,16 @@ impl Inspector {
                     && self.write_nanots_host(trimmed, json, out)
             }
             #[cfg(feature = "locality")]
-            Some(Kind::Locality) => match text::parse(trimmed, 128, format) {
-                Ok(value) => self.write_locality(trimmed, value, json, out),
-                Err(_) => false,
-            },
+            Some(Kind::Locality) => {
+                // Canonical UUID text at once, other text as `parse` reads it.
+                let quick = matches!(format, None | Some(Format::Uuid))
+                    .then(|| text::uuid_hex_fast(trimmed.as_bytes()))
+                    .flatten();
+                match quick.map_or_else(|| text::parse(trimmed, 128, format), Ok) {
+                    Ok(value) => self.write_locality(trimmed, value, quick.is_some(), json, out),
+                    Err(_) => false,
+                }
+            }
             #[cfg(not(feature = "locality"))]
             Some(Kind::Locality) => false,
             Some(Kind::Uuid4) => {
@@ -368,8 +374,8 @@ impl Inspector {
                 self.write_uuid(
                     trimmed,
                     bytes_of(&canonical),
-                    Some("uuid4"),
-                    None,
+                    (Some("uuid4"), None),
+                    false,
                     value,
                     json,
                     out,
@@ -390,14 +396,15 @@ impl Inspector {
         let version = ((value >> 76) & 0xF) as u8;
         #[cfg(feature = "locality")]
         if version == locality::VERSION && value != u128::MAX {
-            return self.write_locality(trimmed, value, json, out);
+            return self.write_locality(trimmed, value, true, json, out);
         }
         if version == 7 && value != u128::MAX && (value >> 62) & 0b11 == 0b10 {
             self.write_v7(trimmed, value, json, out);
             return true;
         }
         let canonical = (!json).then(|| text::encode(value, 128, Format::Uuid));
-        self.write_uuid(trimmed, bytes_of(&canonical), None, None, value, json, out)
+        let names = (None, None);
+        self.write_uuid(trimmed, bytes_of(&canonical), names, true, value, json, out)
     }
 
     /// A UUID of any version, as [`super::inspect_uuid`] reads it (version 7 too), named
@@ -408,8 +415,8 @@ impl Inspector {
         &mut self,
         trimmed: &str,
         canonical: &[u8],
-        scheme: Option<&str>,
-        prefix: Option<&str>,
+        (scheme, prefix): (Option<&str>, Option<&str>),
+        plain: bool,
         value: u128,
         json: bool,
         out: &mut Vec<u8>,
@@ -439,6 +446,7 @@ impl Inspector {
             _ => &[],
         };
         let mut e = Emit::new(out, json, &mut self.clock);
+        e.plain = plain;
         e.begin(trimmed, canonical, scheme.unwrap_or(own), value);
         match version {
             _ if edge => e.when(None, None),
@@ -504,6 +512,8 @@ impl Inspector {
     fn write_v7(&mut self, trimmed: &str, value: u128, json: bool, out: &mut Vec<u8>) {
         let canonical = (!json).then(|| text::encode(value, 128, Format::Uuid));
         let mut e = Emit::new(out, json, &mut self.clock);
+        // UUID text (`write_any_uuid`'s).
+        e.plain = true;
         e.begin(trimmed, bytes_of(&canonical), "uuid-v7", value);
         let unix_ns = (value >> 80) * 1_000_000;
         e.when(Some(unix_ns), Some(When::Ns(unix_ns as i128, 3)));
@@ -577,6 +587,7 @@ impl Inspector {
                 return false;
             };
             let mut e = Emit::new(out, json, &mut self.clock);
+            e.plain = quick.is_some();
             e.begin(trimmed, canonical, Scheme::TypeId.name(), value);
             e.when(Some(unix_ns), Some(When::Ns(unix_ns as i128, fast.digits)));
             e.part("prefix", P::Str(prefix));
@@ -587,8 +598,8 @@ impl Inspector {
         if self.write_uuid(
             trimmed,
             canonical,
-            Some(Scheme::TypeId.name()),
-            Some(prefix),
+            (Some(Scheme::TypeId.name()), Some(prefix)),
+            quick.is_some(),
             value,
             json,
             out,
@@ -673,6 +684,7 @@ impl Inspector {
         &mut self,
         trimmed: &str,
         value: u128,
+        plain: bool,
         json: bool,
         out: &mut Vec<u8>,
     ) -> bool {
@@ -685,6 +697,7 @@ impl Inspector {
         let canonical = (!json).then(|| text::encode(value, 128, Format::Uuid));
         let unix_ns = u128::from(ms) * 1_000_000;
         let mut e = Emit::new(out, json, &mut self.clock);
+        e.plain = plain;
         e.begin(trimmed, bytes_of(&canonical), locality::NAME, value);
         e.when(Some(unix_ns), Some(When::Ns(unix_ns as i128, 3)));
         e.part("counter", P::Int(u128::from(counter)));
@@ -774,6 +787,7 @@ fn finish(
                             out: &mut json_tail,
                             json: true,
                             clock: &mut clock,
+                            plain: false,
                         }
                         .end::<&str>(&[], note, None);
                         cache.push(CachedHint {
@@ -806,6 +820,7 @@ fn finish(
                 out: &mut json_tail,
                 json: true,
                 clock: &mut clock,
+                plain: false,
             }
             .end(layouts, None, Some(&hint));
             cache.push(CachedHint {
@@ -1038,6 +1053,7 @@ fn write_layout(
     } else {
         bytes_of(&canonical)
     };
+    e.plain = uuid.is_some();
     e.begin(trimmed, canonical, fast.scheme.name(), value);
     e.when(Some(unix_ns), Some(When::Ns(unix_ns as i128, fast.digits)));
     layout_parts(fast, value, &parts, e);
@@ -1093,20 +1109,36 @@ struct Emit<'a> {
     out: &'a mut Vec<u8>,
     json: bool,
     clock: &'a mut Clock,
+    /// The id's text is known to need no JSON escape (UUID text, which `uuid_hex_fast` or
+    /// `parse_uuid` read: hex digits, `-`, braces, `urn:uuid:`; TypeID text `typeid_fast`
+    /// read): written without looking for one.
+    plain: bool,
 }
 
 impl<'a> Emit<'a> {
     fn new(out: &'a mut Vec<u8>, json: bool, clock: &'a mut Clock) -> Emit<'a> {
         // One line fits: no growth while it is written.
         out.reserve(384);
-        Emit { out, json, clock }
+        Emit {
+            out,
+            json,
+            clock,
+            plain: false,
+        }
     }
 
     #[inline]
     fn begin(&mut self, input: &str, canonical: &[u8], scheme: &str, value: u128) {
         if self.json {
             self.out.extend_from_slice(b"{\"id\":");
-            json_str(self.out, input);
+            if self.plain {
+                debug_assert!(!needs_escape(input.as_bytes()));
+                self.out.push(b'"');
+                put(self.out, input.as_bytes());
+                self.out.push(b'"');
+            } else {
+                json_str(self.out, input);
+            }
             // Scheme names are the crate's own, plain ASCII: no escape to look for.
             debug_assert!(!needs_escape(scheme.as_bytes()));
             self.out.extend_from_slice(b",\"scheme\":\"");
@@ -1508,6 +1540,13 @@ fn digits4(x: u32) -> [u8; 4] {
 /// and the line cut back to them: no copy of a run-time length.
 #[inline]
 fn push_hex(out: &mut Vec<u8>, v: u128, width: usize) {
+    // A field of a fixed width that holds its value (the common case; `width` is then a
+    // constant where this is inlined): its digits from one 16-digit word, a fixed-size copy.
+    if (1..=16).contains(&width) && v >> (4 * width) == 0 {
+        let word = text::hex16((v as u64) << (4 * (16 - width)), false).to_be_bytes();
+        out.extend_from_slice(&word[..width]);
+        return;
+    }
     let digits = (128 - v.leading_zeros()).div_ceil(4).max(1) as usize;
     if width > 32 {
         out.extend(std::iter::repeat_n(b'0', width - 32));
@@ -1525,13 +1564,9 @@ fn push_hex(out: &mut Vec<u8>, v: u128, width: usize) {
 }
 
 /// The 32 uppercase hex digits of `v`.
+#[inline]
 fn push_hex_upper(out: &mut Vec<u8>, v: u128) {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    let mut buf = [0u8; 32];
-    for (i, slot) in buf.iter_mut().enumerate() {
-        *slot = HEX[((v >> (124 - 4 * i)) & 0xF) as usize];
-    }
-    out.extend_from_slice(&buf);
+    out.extend_from_slice(&text::hex32(v, true));
 }
 
 /// The decimal text of the 160-bit number `hi` (top 32 bits) and `lo`: one division by

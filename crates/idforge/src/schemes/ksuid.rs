@@ -312,9 +312,11 @@ pub(crate) fn parse_fast(s: &str) -> Option<Ksuid> {
 /// Whether text has the shape of KSUID text: 27 characters of the base62 alphabet, not all
 /// digits (a decimal integer is read as one).
 pub fn looks_like_ksuid(t: &str) -> bool {
-    t.len() == TEXT_LEN
-        && t.bytes().all(|c| c.is_ascii_alphanumeric())
-        && !t.bytes().all(|c| c.is_ascii_digit())
+    // Counts, not `all`: no early exit, so the 27 bytes are a few vector compares.
+    let b = t.as_bytes();
+    b.len() == TEXT_LEN
+        && b.iter().filter(|c| c.is_ascii_alphanumeric()).count() == TEXT_LEN
+        && b.iter().filter(|c| c.is_ascii_digit()).count() != TEXT_LEN
 }
 
 /// Parses KSUID text as the reference's `ksuid.Parse` does (the text as given, not trimmed).
@@ -391,6 +393,37 @@ pub fn ksuid() -> Result<Ksuid, Error> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_shape_check_agrees_with_a_byte_by_byte_one() {
+        let alphabet = b"09azAZ_-.\x00\x7f\xc3";
+        let mut x = 0x9E37_79B9_7F4A_7C15_u64;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let len = if x % 4 == 0 { (x >> 8) as usize % 30 } else { super::TEXT_LEN };
+            let bytes: Vec<u8> = (0..len)
+                .map(|i| {
+                    let y = x.rotate_left(i as u32 * 5);
+                    match y % 16 {
+                        0 => alphabet[(y >> 8) as usize % alphabet.len()],
+                        1..=9 => b'0' + (y >> 8) as u8 % 10,
+                        _ => b'a' + (y >> 8) as u8 % 26,
+                    }
+                })
+                .collect();
+            let Ok(t) = std::str::from_utf8(&bytes) else {
+                continue;
+            };
+            let slow = t.len() == super::TEXT_LEN
+                && t.bytes().all(|c| c.is_ascii_alphanumeric())
+                && !t.bytes().all(|c| c.is_ascii_digit());
+            assert_eq!(super::looks_like_ksuid(t), slow, "{t:?}");
+        }
+        assert!(!super::looks_like_ksuid(&"1".repeat(27)));
+        assert!(super::looks_like_ksuid(&format!("{}a", "1".repeat(26))));
+    }
 
     #[test]
     fn the_fast_reading_agrees_with_parse() {
