@@ -1402,8 +1402,7 @@ fn push_u128(out: &mut Vec<u8>, n: u128) {
         push_u64(out, small);
         return;
     }
-    let high = n / u128::from(TEN19);
-    let low = (n - high * u128::from(TEN19)) as u64;
+    let (high, low) = divmod_ten19(n);
     let mut w = Window::new();
     let digits = match u64::try_from(high) {
         Ok(h) => {
@@ -1416,8 +1415,8 @@ fn push_u128(out: &mut Vec<u8>, n: u128) {
         }
         Err(_) => {
             // Below 2^128 / 10^19 < 4 * 10^19: one more digit, then 19 and 19.
-            let top = (high / u128::from(TEN19)) as u8;
-            let rest = (high - u128::from(top) * u128::from(TEN19)) as u64;
+            let (top, rest) = divmod_ten19(high);
+            let top = top as u8;
             let end = Window::START + 39;
             w.put19(end, low);
             w.put19(end - 19, rest);
@@ -1426,6 +1425,32 @@ fn push_u128(out: &mut Vec<u8>, n: u128) {
         }
     };
     w.append::<40>(out, digits);
+}
+
+/// `n / 10^19` and `n % 10^19`, the quotient from the high half of `n * M` for a constant
+/// `M`: a 128-bit division is a call into the compiler's runtime and a `div` instruction
+/// (tens of cycles) for every 128-bit value written.
+///
+/// `M = ceil(2^190 / 10^19)` and the quotient is `floor(n * M / 2^190)`, exact for every
+/// 128-bit `n`: `M * 10^19 - 2^190 = e < 2^62`, so `n * M / 2^190` exceeds `n / 10^19` by
+/// less than `2^128 * e / (10^19 * 2^190) < 1 / 10^19`, less than the distance from `n / 10^19`
+/// to the next integer above it. (The constant and the bound as the `itoa` crate uses them.)
+#[inline(always)]
+fn divmod_ten19(n: u128) -> (u128, u64) {
+    const TEN19: u64 = 10_000_000_000_000_000_000;
+    const M: u128 = 156_927_543_384_667_019_095_894_735_580_191_660_403;
+    let q = mul_high(n, M) >> 62;
+    (q, (n - q * u128::from(TEN19)) as u64)
+}
+
+/// The high 128 bits of the 256-bit product `x * y`, from four 64-bit products.
+#[inline(always)]
+fn mul_high(x: u128, y: u128) -> u128 {
+    let (x_lo, x_hi) = (x as u64 as u128, x >> 64);
+    let (y_lo, y_hi) = (y as u64 as u128, y >> 64);
+    let mid = x_lo * y_hi + ((x_lo * y_lo) >> 64);
+    let mid2 = x_hi * y_lo + (mid as u64 as u128);
+    x_hi * y_hi + (mid >> 64) + (mid2 >> 64)
 }
 
 /// Decimal of a 64-bit value: its 8-digit words ([`digits8`]) in a [`Window`], appended whole.
@@ -1503,16 +1528,6 @@ impl Window {
     }
 }
 
-/// The 19 decimal digits of `x` (below 10^19), zero-padded.
-#[inline]
-fn digits19(x: u64) -> [u8; 19] {
-    let mut w = Window::new();
-    w.put19(Window::START + 19, x);
-    let mut out = [0u8; 19];
-    out.copy_from_slice(&w.0[Window::START..Window::START + 19]);
-    out
-}
-
 /// The 8 decimal digits of `x` (below 10^8), zero-padded, in one 64-bit word: its halves of
 /// four digits, then pairs, then single digits are split in every lane at once with
 /// multiplications by reciprocals (`10486 / 2^20` is `1 / 100` below 10^4, `103 / 2^10` is
@@ -1572,27 +1587,22 @@ fn push_hex_upper(out: &mut Vec<u8>, v: u128) {
 /// The decimal text of the 160-bit number `hi` (top 32 bits) and `lo`: one division by
 /// 10^19 leaves a quotient that fits 128 bits.
 fn push_wide_decimal(out: &mut Vec<u8>, hi: u32, lo: u128) {
-    const TEN19: u64 = 10_000_000_000_000_000_000;
+    // 2^128 = A * 10^19 + B.
+    const A: u128 = 34_028_236_692_093_846_346;
+    const B: u128 = 3_374_607_431_768_211_456;
     if hi == 0 {
         push_u128(out, lo);
         return;
     }
-    // Long division of the limbs [hi, lo >> 64, lo & u64::MAX] by 10^19.
-    let mut rem = 0u128;
-    let mut quotient = [0u64; 3];
-    for (q, limb) in quotient
-        .iter_mut()
-        .zip([u64::from(hi), (lo >> 64) as u64, lo as u64])
-    {
-        let cur = (rem << 64) | u128::from(limb);
-        *q = (cur / u128::from(TEN19)) as u64;
-        rem = cur % u128::from(TEN19);
-    }
-    // The quotient is below 2^160 / 10^19 < 2^97: its top limb is 0 or 1 bit wide.
-    let q =
-        (u128::from(quotient[0]) << 64 | u128::from(quotient[1])) << 64 | u128::from(quotient[2]);
-    push_u128(out, q);
-    out.extend_from_slice(&digits19(rem as u64));
+    // hi * 2^128 + lo = (hi * A + lq) * 10^19 + (hi * B + lr), lo = lq * 10^19 + lr; the
+    // second term is below 2^32 * 10^19 + 10^19 (its carry is added to the first), and the
+    // quotient below 2^160 / 10^19 < 2^97.
+    let (lq, lr) = divmod_ten19(lo);
+    let (carry, rem) = divmod_ten19(u128::from(hi) * B + u128::from(lr));
+    push_u128(out, u128::from(hi) * A + lq + carry);
+    let mut w = Window::new();
+    w.put19(Window::START + 19, rem);
+    w.append::<24>(out, 19);
 }
 
 impl SecondCache {
@@ -1812,6 +1822,27 @@ mod tests {
         let halves = (0..10_000).flat_map(|i| [i * 10_000 + 1_234, 5_678 * 10_000 + i]);
         for v in halves.chain([99_999_999, 10_000_000, 1]) {
             assert_eq!(digits8(v), *format!("{v:08}").as_bytes());
+        }
+    }
+
+    #[test]
+    fn division_by_ten19_matches_the_division() {
+        const TEN19: u128 = 10_000_000_000_000_000_000;
+        let mut x = 0x9E37_79B9_7F4A_7C15_u64;
+        let mut cases: Vec<u128> = vec![0, 1, u128::MAX, u128::MAX - 1, 1 << 64, 1 << 127];
+        // Around multiples of 10^19 (where a quotient too large by one shows) up to 2^128.
+        for k in [1u128, 2, 3, 1 << 20, 1 << 64, u128::MAX / TEN19, u128::MAX / TEN19 - 1] {
+            cases.extend([k * TEN19 - 1, k * TEN19, k * TEN19 + 1]);
+        }
+        for _ in 0..200_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let wide = u128::from(x) << 64 | u128::from(x.rotate_left(29));
+            cases.extend([wide, wide >> (x % 128), (wide / TEN19) * TEN19 - (x % 2) as u128]);
+        }
+        for n in cases {
+            assert_eq!(divmod_ten19(n), (n / TEN19, (n % TEN19) as u64), "{n}");
         }
     }
 
