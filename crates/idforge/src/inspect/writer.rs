@@ -1392,12 +1392,11 @@ fn ms_of(ns: u128) -> u128 {
     }
 }
 
-/// Decimal: [`push_u64`] while the value fits 64 bits; above, one division by 10^19 (a single
-/// `div` instruction where the quotient fits 64 bits) and every digit made in 8-digit words
-/// in one [`Window`], appended whole.
+/// Decimal: [`push_u64`] while the value fits 64 bits; above, one division by 10^19
+/// ([`divmod_ten19`], a multiplication) and every digit made in 8-digit words in one
+/// [`Window`], appended whole.
 #[inline]
 fn push_u128(out: &mut Vec<u8>, n: u128) {
-    const TEN19: u64 = 10_000_000_000_000_000_000;
     if let Ok(small) = u64::try_from(n) {
         push_u64(out, small);
         return;
@@ -1831,7 +1830,15 @@ mod tests {
         let mut x = 0x9E37_79B9_7F4A_7C15_u64;
         let mut cases: Vec<u128> = vec![0, 1, u128::MAX, u128::MAX - 1, 1 << 64, 1 << 127];
         // Around multiples of 10^19 (where a quotient too large by one shows) up to 2^128.
-        for k in [1u128, 2, 3, 1 << 20, 1 << 64, u128::MAX / TEN19, u128::MAX / TEN19 - 1] {
+        for k in [
+            1u128,
+            2,
+            3,
+            1 << 20,
+            1 << 64,
+            u128::MAX / TEN19,
+            u128::MAX / TEN19 - 1,
+        ] {
             cases.extend([k * TEN19 - 1, k * TEN19, k * TEN19 + 1]);
         }
         for _ in 0..200_000 {
@@ -1839,7 +1846,11 @@ mod tests {
             x ^= x >> 7;
             x ^= x << 17;
             let wide = u128::from(x) << 64 | u128::from(x.rotate_left(29));
-            cases.extend([wide, wide >> (x % 128), (wide / TEN19) * TEN19 - (x % 2) as u128]);
+            cases.extend([
+                wide,
+                wide >> (x % 128),
+                (wide / TEN19) * TEN19 - (x % 2) as u128,
+            ]);
         }
         for n in cases {
             assert_eq!(divmod_ten19(n), (n / TEN19, (n % TEN19) as u64), "{n}");

@@ -402,7 +402,11 @@ mod tests {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            let len = if x % 4 == 0 { (x >> 8) as usize % 30 } else { super::TEXT_LEN };
+            let len = if x % 4 == 0 {
+                (x >> 8) as usize % 30
+            } else {
+                super::TEXT_LEN
+            };
             let bytes: Vec<u8> = (0..len)
                 .map(|i| {
                     let y = x.rotate_left(i as u32 * 5);
