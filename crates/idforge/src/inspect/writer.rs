@@ -1393,8 +1393,8 @@ fn ms_of(ns: u128) -> u128 {
 }
 
 /// Decimal: [`push_u64`] while the value fits 64 bits; above, one division by 10^19
-/// ([`divmod_ten19`], a multiplication) and every digit made in 8-digit words in one
-/// [`Window`], appended whole.
+/// ([`divmod_ten19`], a multiplication), the digits above the last 19 and then those 19
+/// ([`push19`]).
 #[inline]
 fn push_u128(out: &mut Vec<u8>, n: u128) {
     if let Ok(small) = u64::try_from(n) {
@@ -1402,28 +1402,16 @@ fn push_u128(out: &mut Vec<u8>, n: u128) {
         return;
     }
     let (high, low) = divmod_ten19(n);
-    let mut w = Window::new();
-    let digits = match u64::try_from(high) {
-        Ok(h) => {
-            // At least 2^64 / 10^19 > 1: one digit or more.
-            let d = h.ilog10() as usize + 1;
-            let end = Window::START + d + 19;
-            w.put19(end, low);
-            w.put_u64(end - 19, h, d);
-            d + 19
-        }
+    match u64::try_from(high) {
+        Ok(h) => push_u64(out, h),
         Err(_) => {
-            // Below 2^128 / 10^19 < 4 * 10^19: one more digit, then 19 and 19.
+            // Below 2^128 / 10^19 < 4 * 10^19: one more digit, then 19.
             let (top, rest) = divmod_ten19(high);
-            let top = top as u8;
-            let end = Window::START + 39;
-            w.put19(end, low);
-            w.put19(end - 19, rest);
-            w.0[Window::START] = b'0' + top;
-            39
+            out.push(b'0' + top as u8);
+            push19(out, rest);
         }
-    };
-    w.append::<40>(out, digits);
+    }
+    push19(out, low);
 }
 
 /// `n / 10^19` and `n % 10^19`, the quotient from the high half of `n * M` for a constant
@@ -1452,79 +1440,59 @@ fn mul_high(x: u128, y: u128) -> u128 {
     x_hi * y_hi + (mid >> 64) + (mid2 >> 64)
 }
 
-/// Decimal of a 64-bit value: its 8-digit words ([`digits8`]) in a [`Window`], appended whole.
+/// Decimal of a 64-bit value: its 8-digit words ([`digits8`]), the first without its leading
+/// zeros. Every word goes from a register to the line whole (eight bytes, one store) and the
+/// line is cut back to the digits: no copy of a length known only at run time (a call to
+/// `memmove`), and no bytes stored piecewise and read back at once (a load that spans several
+/// smaller stores waits for them to reach the cache: tens of cycles).
 #[inline]
 fn push_u64(out: &mut Vec<u8>, n: u64) {
+    const TEN8: u64 = 100_000_000;
     if n < 100 {
         // Versions, nodes, small counters: one or two bytes.
         if n >= 10 {
             out.push(b'0' + (n / 10) as u8);
         }
         out.push(b'0' + (n % 10) as u8);
-        return;
+    } else if n < TEN8 {
+        push_lead(out, n as u32);
+    } else if n < TEN8 * TEN8 {
+        push_lead(out, (n / TEN8) as u32);
+        out.extend_from_slice(&digits8((n % TEN8) as u32));
+    } else {
+        let rest = n % (TEN8 * TEN8);
+        push_lead(out, (n / (TEN8 * TEN8)) as u32);
+        out.extend_from_slice(&digits8((rest / TEN8) as u32));
+        out.extend_from_slice(&digits8((rest % TEN8) as u32));
     }
-    let d = n.ilog10() as usize + 1;
-    let mut w = Window::new();
-    w.put_u64(Window::START + d, n, d);
-    w.append::<24>(out, d);
 }
 
-/// A number's decimal digits, made in 8-digit words ([`digits8`]) and stored from the last
-/// word to the first so that they start at [`Window::START`]: a word's leading zeros fall on
-/// the place of the word before it, which is stored after it and covers them (the first
-/// word's fall before `START`). The window is appended whole, a copy of a fixed size, and the
-/// line cut back to the digits: no copy of a length known only at run time (a call to
-/// `memmove`), no digit written one at a time.
-struct Window([u8; Window::LEN]);
+/// The digits of `x` (below 10^8) without leading zeros: its word with them shifted out.
+#[inline(always)]
+fn push_lead(out: &mut Vec<u8>, x: u32) {
+    let digits = x.checked_ilog10().unwrap_or(0) as usize + 1;
+    let word = u64::from_le_bytes(digits8(x)) >> (8 * (8 - digits));
+    let len = out.len() + digits;
+    out.extend_from_slice(&word.to_le_bytes());
+    out.truncate(len);
+}
 
-impl Window {
-    /// Room for the first word's leading zeros.
-    const START: usize = 8;
-    /// 39 digits (the most of a 128-bit value), appended as 40 bytes.
-    const LEN: usize = Window::START + 40;
-
-    #[inline(always)]
-    fn new() -> Window {
-        Window([0; Window::LEN])
-    }
-
-    /// The `d` digits of `x` (`d` its digit count, 1 to 20), ending before `end`.
-    #[inline(always)]
-    fn put_u64(&mut self, end: usize, x: u64, d: usize) {
-        const TEN8: u64 = 100_000_000;
-        self.word(end, (x % TEN8) as u32);
-        if d > 8 {
-            let rest = x / TEN8;
-            self.word(end - 8, (rest % TEN8) as u32);
-            if d > 16 {
-                self.word(end - 16, (rest / TEN8) as u32);
-            }
-        }
-    }
-
-    /// The 19 digits of `x` (below 10^19), zero-padded, ending before `end`.
-    #[inline(always)]
-    fn put19(&mut self, end: usize, x: u64) {
-        const TEN8: u64 = 100_000_000;
-        self.word(end, (x % TEN8) as u32);
-        let rest = x / TEN8;
-        self.word(end - 8, (rest % TEN8) as u32);
-        // The top three digits are the last three bytes of their word.
-        self.word(end - 16, (rest / TEN8) as u32);
-    }
-
-    #[inline(always)]
-    fn word(&mut self, end: usize, x: u32) {
-        self.0[end - 8..end].copy_from_slice(&digits8(x));
-    }
-
-    /// Appends the first `digits` digits (`digits <= N`): `N` bytes, and the line cut back.
-    #[inline(always)]
-    fn append<const N: usize>(&self, out: &mut Vec<u8>, digits: usize) {
-        let len = out.len() + digits;
-        out.extend_from_slice(&self.0[Window::START..Window::START + N]);
-        out.truncate(len);
-    }
+/// The 19 decimal digits of `x` (below 10^19), zero-padded: words of 3, 8 and 8 digits
+/// joined in registers into three of 8 bytes, appended, and the line cut back by 5.
+#[inline(always)]
+fn push19(out: &mut Vec<u8>, x: u64) {
+    const TEN8: u64 = 100_000_000;
+    let rest = x / TEN8;
+    // Little-endian words: the first digit in the lowest byte; the top word's 3 digits are
+    // its last 3 bytes.
+    let a = u64::from_le_bytes(digits8((rest / TEN8) as u32));
+    let b = u64::from_le_bytes(digits8((rest % TEN8) as u32));
+    let c = u64::from_le_bytes(digits8((x % TEN8) as u32));
+    let len = out.len() + 19;
+    out.extend_from_slice(&(a >> 40 | b << 24).to_le_bytes());
+    out.extend_from_slice(&(b >> 40 | c << 24).to_le_bytes());
+    out.extend_from_slice(&(c >> 40).to_le_bytes());
+    out.truncate(len);
 }
 
 /// The 8 decimal digits of `x` (below 10^8), zero-padded, in one 64-bit word: its halves of
@@ -1599,9 +1567,7 @@ fn push_wide_decimal(out: &mut Vec<u8>, hi: u32, lo: u128) {
     let (lq, lr) = divmod_ten19(lo);
     let (carry, rem) = divmod_ten19(u128::from(hi) * B + u128::from(lr));
     push_u128(out, u128::from(hi) * A + lq + carry);
-    let mut w = Window::new();
-    w.put19(Window::START + 19, rem);
-    w.append::<24>(out, 19);
+    push19(out, rem);
 }
 
 impl SecondCache {
