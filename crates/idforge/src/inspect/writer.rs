@@ -781,15 +781,7 @@ fn finish(
                 {
                     Some(at) => at,
                     None => {
-                        let mut json_tail = Vec::new();
-                        let mut clock = Clock::new();
-                        Emit {
-                            out: &mut json_tail,
-                            json: true,
-                            clock: &mut clock,
-                            plain: false,
-                        }
-                        .end::<&str>(&[], note, None);
+                        let json_tail = json_end(&[], note, None);
                         cache.push(CachedHint {
                             version,
                             layouts,
@@ -814,15 +806,7 @@ fn finish(
         Some(at) => at,
         None => {
             let hint = rewrite(&super::hint_for(Some(version), layouts).unwrap_or_default());
-            let mut json_tail = Vec::new();
-            let mut clock = Clock::new();
-            Emit {
-                out: &mut json_tail,
-                json: true,
-                clock: &mut clock,
-                plain: false,
-            }
-            .end(layouts, None, Some(&hint));
+            let json_tail = json_end(layouts, None, Some(&hint));
             cache.push(CachedHint {
                 version,
                 layouts,
@@ -850,6 +834,15 @@ fn finish(
             h.withheld_at = withheld.iter().position(|(t, _)| *t == h.text);
         }
     }
+}
+
+/// The end of a JSON object with these layouts, note and hint ([`Emit::end`]), made once and
+/// kept by [`finish`].
+fn json_end(layouts: &[&str], note: Option<&str>, hint: Option<&str>) -> Vec<u8> {
+    let mut tail = Vec::new();
+    let mut clock = Clock::new();
+    Emit::new(&mut tail, true, &mut clock).end(layouts, note, hint);
+    tail
 }
 
 /// The canonical text of an id, made for text lines only (JSON objects do not carry it).
