@@ -25,6 +25,9 @@ use crate::schemes::{nanots, Scheme};
 use crate::text::{self, Format};
 use crate::time::{digits_for_tick, format_unix_ns};
 
+// The line writer's buffer handling: its invariants in its `// SAFETY:` comments.
+#[allow(unsafe_code)]
+mod line;
 mod writer;
 pub use writer::Inspector;
 

@@ -8,6 +8,7 @@
 //! the same writer: a refusal reads exactly as `inspect_as` words it, and tests compare the two
 //! paths' lines on every kind (and the `inspect` fuzz target on arbitrary input).
 
+use super::line::Line;
 use super::V8_LAYOUTS;
 use super::{
     inspect_as, layout_fields, looks_like_typeid, nanots_time_text, Decoded, Part, V7_LAYOUTS,
@@ -124,10 +125,64 @@ impl Clock {
         }
     }
 
+    /// Makes the time block of `key` ([`Emit::when`]'s, made anew).
+    #[cold]
+    #[inline(never)]
+    fn new_block(
+        &mut self,
+        json: bool,
+        unix_ns: Option<u128>,
+        time: Option<When<'_>>,
+        key: Option<(u64, u32, bool)>,
+    ) {
+        self.block.clear();
+        write_when(
+            &mut Line::new(&mut self.block, 0),
+            json,
+            &mut self.second,
+            unix_ns,
+            time,
+        );
+        self.last = key;
+    }
+
+    /// Makes the [`MsBlock`] of millisecond `ms`, for `key`; false if its time is not written
+    /// as the block expects (then it is left unmade).
+    #[cold]
+    #[inline(never)]
+    fn new_ms(&mut self, ms: u64, json: bool, key: Option<(u64, u32, bool)>) -> bool {
+        let b = &mut self.ms;
+        b.head.clear();
+        b.mid.clear();
+        b.key = None;
+        // The block of the millisecond itself, cut where the further digits go.
+        let mut t = Vec::with_capacity(32);
+        self.second
+            .write(&mut Line::new(&mut t, 0), i128::from(ms) * 1_000_000, 3);
+        let Some((b'Z', time)) = t.split_last() else {
+            return false;
+        };
+        if json {
+            b.head.extend_from_slice(b",\"unix_ms\":");
+            push_u64(&mut Line::new(&mut b.head, 0), ms);
+            b.head.extend_from_slice(b",\"unix_ns\":");
+            push_u64(&mut Line::new(&mut b.head, 0), ms);
+            b.mid.extend_from_slice(b",\"time\":\"");
+            b.mid.extend_from_slice(time);
+        } else {
+            b.head.extend_from_slice(b" time=");
+            b.head.extend_from_slice(time);
+            b.mid.extend_from_slice(b"Z unix_ms=");
+            push_u64(&mut Line::new(&mut b.mid, 0), ms);
+        }
+        b.key = key;
+        true
+    }
+
     /// A UUID v1/v6 timestamp (100 ns ticks) in decimal: the digits above the last four are
     /// made once while they stay the same (for 1 ms: ids come in runs).
     #[inline]
-    fn ticks(&mut self, out: &mut Vec<u8>, ticks: u64) {
+    fn ticks(&mut self, out: &mut Line<'_>, ticks: u64) {
         const TEN4: u64 = 10_000;
         let high = ticks / TEN4;
         if high == 0 {
@@ -138,7 +193,7 @@ impl Clock {
             Some((h, text, len)) if *h == high => (text, *len),
             _ => {
                 let mut v = Vec::with_capacity(24);
-                push_u64(&mut v, high);
+                push_u64(&mut Line::new(&mut v, 0), high);
                 let mut text = [0u8; 24];
                 text[..v.len()].copy_from_slice(&v);
                 let (_, text, len) = self.ticks.insert((high, text, v.len()));
@@ -475,7 +530,8 @@ impl Inspector {
                     if quote {
                         e.out.push(b'"');
                     }
-                    e.clock.ticks(e.out, ticks);
+                    let clock = &mut *e.clock;
+                    e.out.with(|out| clock.ticks(out, ticks));
                     if quote {
                         e.out.push(b'"');
                     }
@@ -496,15 +552,19 @@ impl Inspector {
             e.part("version", P::Version(version));
             e.part("variant", P::Variant(variant));
         }
-        finish(
-            &mut e,
-            &mut self.hint_cache,
-            &mut self.withheld,
-            &*self.rewrite,
-            version,
-            layouts,
-            note,
-        );
+        let json = e.json;
+        e.out.with(|out| {
+            finish(
+                out,
+                json,
+                &mut self.hint_cache,
+                &mut self.withheld,
+                &*self.rewrite,
+                version,
+                layouts,
+                note,
+            );
+        });
         true
     }
 
@@ -521,15 +581,18 @@ impl Inspector {
         e.part("rand_b", P::Hex(value & ((1u128 << 62) - 1), 16));
         e.part("version", P::Version(7));
         e.part("variant", P::Variant(0b10));
-        finish(
-            &mut e,
-            &mut self.hint_cache,
-            &mut self.withheld,
-            &*self.rewrite,
-            7,
-            &V7_LAYOUTS,
-            None,
-        );
+        e.out.with(|out| {
+            finish(
+                out,
+                json,
+                &mut self.hint_cache,
+                &mut self.withheld,
+                &*self.rewrite,
+                7,
+                &V7_LAYOUTS,
+                None,
+            );
+        });
     }
 
     /// TypeID text, as [`super::inspect`] reads it (`named`: the scheme `typeid` was given).
@@ -632,10 +695,10 @@ impl Inspector {
         let mut e = Emit::new(out, json, &mut self.clock);
         if e.json {
             e.out.extend_from_slice(b"{\"id\":");
-            json_str(e.out, trimmed);
+            json_str(&mut e.out, trimmed);
             e.out
                 .extend_from_slice(b",\"scheme\":\"ksuid\",\"value\":\"");
-            push_wide_decimal(e.out, seconds, payload);
+            e.out.with(|out| push_wide_decimal(out, seconds, payload));
             e.out.push(b'"');
         } else {
             e.begin(trimmed, canonical.as_bytes(), Scheme::Ksuid.name(), 0);
@@ -762,8 +825,10 @@ mod notes {
 
 /// Ends a line with its layouts, note and hint: in JSON, the hint on the line; in text, the
 /// hint counted once for [`Inspector::hints`]. Each hint is made and rewritten once.
+#[allow(clippy::too_many_arguments)]
 fn finish(
-    e: &mut Emit<'_>,
+    out: &mut Line<'_>,
+    json: bool,
     cache: &mut Vec<CachedHint>,
     withheld: &mut Vec<(String, u64)>,
     rewrite: &(dyn Fn(&str) -> String + Send + Sync),
@@ -774,7 +839,7 @@ fn finish(
     if layouts.is_empty() {
         match note {
             // A JSON line's end with a note: made once per note.
-            Some(n) if e.json => {
+            Some(n) if json => {
                 let at = match cache
                     .iter()
                     .position(|h| h.note.is_some_and(|c| std::ptr::eq(c, n)))
@@ -793,9 +858,9 @@ fn finish(
                         cache.len() - 1
                     }
                 };
-                e.out.extend_from_slice(&cache[at].json_tail);
+                out.extend_from_slice(&cache[at].json_tail);
             }
-            _ => e.end::<&str>(&[], note, None),
+            _ => end::<&str>(out, json, &[], note, None),
         }
         return;
     }
@@ -819,14 +884,14 @@ fn finish(
         }
     };
     let h = &mut cache[at];
-    if e.json {
+    if json {
         match note {
-            None => e.out.extend_from_slice(&h.json_tail),
-            Some(_) => e.end(layouts, note, Some(&h.text)),
+            None => out.extend_from_slice(&h.json_tail),
+            Some(_) => end(out, json, layouts, note, Some(&h.text)),
         }
         return;
     }
-    e.end::<&str>(&[], note, None);
+    end::<&str>(out, json, &[], note, None);
     match h.withheld_at {
         Some(i) => withheld[i].1 += 1,
         None => {
@@ -998,6 +1063,7 @@ impl Plan {
 }
 
 /// An id of a layout scheme: what [`super::inspect`] makes of it.
+#[inline(always)]
 fn write_layout(
     fast: &Fast,
     input: &str,
@@ -1055,6 +1121,7 @@ fn write_layout(
 }
 
 /// A layout scheme's parts, in the order [`Decoded::parts`] gives them.
+#[inline(always)]
 fn layout_parts(fast: &Fast, value: u128, parts: &crate::layout::Parts, e: &mut Emit<'_>) {
     let layout = &fast.layout;
     match fast.node_name {
@@ -1099,7 +1166,9 @@ enum When<'a> {
 
 /// One line being written.
 struct Emit<'a> {
-    out: &'a mut Vec<u8>,
+    /// Held by value: its position and capacity stay in registers in the functions that
+    /// write the line ([`Line`]).
+    out: Line<'a>,
     json: bool,
     clock: &'a mut Clock,
     /// The id's text is known to need no JSON escape (UUID text, which `uuid_hex_fast` or
@@ -1111,57 +1180,57 @@ struct Emit<'a> {
 impl<'a> Emit<'a> {
     fn new(out: &'a mut Vec<u8>, json: bool, clock: &'a mut Clock) -> Emit<'a> {
         // One line fits: no growth while it is written.
-        out.reserve(384);
         Emit {
-            out,
+            out: Line::new(out, 384),
             json,
             clock,
             plain: false,
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn begin(&mut self, input: &str, canonical: &[u8], scheme: &str, value: u128) {
         if self.json {
             self.out.extend_from_slice(b"{\"id\":");
             if self.plain {
                 debug_assert!(!needs_escape(input.as_bytes()));
                 self.out.push(b'"');
-                put(self.out, input.as_bytes());
+                put(&mut self.out, input.as_bytes());
                 self.out.push(b'"');
             } else {
-                json_str(self.out, input);
+                json_str(&mut self.out, input);
             }
             // Scheme names are the crate's own, plain ASCII: no escape to look for.
             debug_assert!(!needs_escape(scheme.as_bytes()));
             self.out.extend_from_slice(b",\"scheme\":\"");
-            put(self.out, scheme.as_bytes());
+            put(&mut self.out, scheme.as_bytes());
             self.out.extend_from_slice(b"\",\"value\":\"");
-            push_u128(self.out, value);
+            push_u128(&mut self.out, value);
             self.out.push(b'"');
         } else {
-            put(self.out, canonical);
+            put(&mut self.out, canonical);
             self.out.extend_from_slice(b"  scheme=");
-            put(self.out, scheme.as_bytes());
+            put(&mut self.out, scheme.as_bytes());
         }
     }
 
     /// As [`Emit::begin`], for an id whose value is given as decimal text.
+    #[inline(always)]
     fn begin_wide(&mut self, input: &str, canonical: &[u8], scheme: &str, value: &str) {
         if self.json {
             self.out.extend_from_slice(b"{\"id\":");
-            json_str(self.out, input);
+            json_str(&mut self.out, input);
             self.out.extend_from_slice(b",\"scheme\":");
-            json_str(self.out, scheme);
+            json_str(&mut self.out, scheme);
             self.out.extend_from_slice(b",\"value\":");
-            json_str(self.out, value);
+            json_str(&mut self.out, value);
         } else {
             self.begin(input, canonical, scheme, 0);
         }
     }
 
     /// The id's time: in JSON `unix_ms`, `unix_ns` and `time`, in text `time` and `unix_ms`.
-    #[inline]
+    #[inline(always)]
     fn when(&mut self, unix_ns: Option<u128>, time: Option<When<'_>>) {
         // A time given both ways, in 64 bits: the block of the last such time, if it is this.
         if let (Some(ns), Some(When::Ns(t, digits))) = (unix_ns, &time) {
@@ -1173,29 +1242,23 @@ impl<'a> Emit<'a> {
                     }
                     let clock = &mut *self.clock;
                     if clock.last != key {
-                        clock.block.clear();
-                        write_when(
-                            &mut clock.block,
-                            self.json,
-                            &mut clock.second,
-                            unix_ns,
-                            time,
-                        );
-                        clock.last = key;
+                        clock.new_block(self.json, unix_ns, time, key);
                     }
                     self.out.extend_from_slice(&clock.block);
                     return;
                 }
             }
         }
-        write_when(self.out, self.json, &mut self.clock.second, unix_ns, time);
+        let (json, second) = (self.json, &mut self.clock.second);
+        self.out
+            .with(|out| write_when(out, json, second, unix_ns, time));
     }
 
     /// [`Emit::when`] for a time given both ways in 64 bits, from the block of its
     /// millisecond ([`MsBlock`]) where it has digits below the millisecond (4 to 9 fraction
     /// digits, a time after the first millisecond of 1970). False, with nothing written,
     /// otherwise.
-    #[inline]
+    #[inline(always)]
     fn when_in_ms(&mut self, ns: u64, digits: u32) -> bool {
         if !(4..=9).contains(&digits) || ns < 1_000_000 {
             return false;
@@ -1204,30 +1267,10 @@ impl<'a> Emit<'a> {
         let key = Some((ms, digits, self.json));
         let clock = &mut *self.clock;
         let b = &mut clock.ms;
-        if b.key != key {
-            b.head.clear();
-            b.mid.clear();
-            // The block of the millisecond itself, cut where the further digits go.
-            let mut t = Vec::with_capacity(32);
-            clock.second.write(&mut t, i128::from(ms) * 1_000_000, 3);
-            let Some((b'Z', time)) = t.split_last() else {
-                return false;
-            };
-            if self.json {
-                b.head.extend_from_slice(b",\"unix_ms\":");
-                push_u64(&mut b.head, ms);
-                b.head.extend_from_slice(b",\"unix_ns\":");
-                push_u64(&mut b.head, ms);
-                b.mid.extend_from_slice(b",\"time\":\"");
-                b.mid.extend_from_slice(time);
-            } else {
-                b.head.extend_from_slice(b" time=");
-                b.head.extend_from_slice(time);
-                b.mid.extend_from_slice(b"Z unix_ms=");
-                push_u64(&mut b.mid, ms);
-            }
-            b.key = key;
+        if b.key != key && !clock.new_ms(ms, self.json, key) {
+            return false;
         }
+        let b = &clock.ms;
         // The six digits below the millisecond, then two zero bytes.
         let six = (u64::from_le_bytes(digits8((ns % 1_000_000) as u32)) >> 16).to_le_bytes();
         let further = digits as usize - 3;
@@ -1274,80 +1317,94 @@ impl<'a> Emit<'a> {
     fn value(&mut self, p: P<'_>) {
         if self.json {
             match p {
-                P::Int(n) if n <= 1 << 53 => push_u128(self.out, n),
+                P::Int(n) if n <= 1 << 53 => push_u128(&mut self.out, n),
                 P::Int(n) => {
                     self.out.push(b'"');
-                    push_u128(self.out, n);
+                    push_u128(&mut self.out, n);
                     self.out.push(b'"');
                 }
                 P::Hex(v, width) => {
                     self.out.push(b'"');
-                    push_hex(self.out, v, width);
+                    push_hex(&mut self.out, v, width);
                     self.out.push(b'"');
                 }
-                P::Str(s) => json_str(self.out, s),
+                P::Str(s) => json_str(&mut self.out, s),
                 P::HexUpper(v) => {
                     self.out.push(b'"');
-                    push_hex_upper(self.out, v);
+                    push_hex_upper(&mut self.out, v);
                     self.out.push(b'"');
                 }
-                P::Version(v) => push_u128(self.out, u128::from(v)),
+                P::Version(v) => push_u128(&mut self.out, u128::from(v)),
                 P::Variant(v) => {
                     self.out.push(b'"');
-                    push_variant(self.out, v);
+                    push_variant(&mut self.out, v);
                     self.out.push(b'"');
                 }
             }
         } else {
             match p {
-                P::Int(n) => push_u128(self.out, n),
-                P::Hex(v, width) => push_hex(self.out, v, width),
+                P::Int(n) => push_u128(&mut self.out, n),
+                P::Hex(v, width) => push_hex(&mut self.out, v, width),
                 P::Str(s) => self.out.extend_from_slice(s.as_bytes()),
-                P::HexUpper(v) => push_hex_upper(self.out, v),
-                P::Version(v) => push_hex(self.out, u128::from(v), 0),
-                P::Variant(v) => push_variant(self.out, v),
+                P::HexUpper(v) => push_hex_upper(&mut self.out, v),
+                P::Version(v) => push_hex(&mut self.out, u128::from(v), 0),
+                P::Variant(v) => push_variant(&mut self.out, v),
             }
         }
     }
 
+    #[inline(always)]
     fn end<S: AsRef<str>>(&mut self, layouts: &[S], note: Option<&str>, hint: Option<&str>) {
-        if self.json {
-            if !layouts.is_empty() {
-                self.out.extend_from_slice(b",\"layouts\":[");
-                for (i, l) in layouts.iter().enumerate() {
-                    if i > 0 {
-                        self.out.push(b',');
-                    }
-                    json_str(self.out, l.as_ref());
+        let json = self.json;
+        self.out.with(|out| end(out, json, layouts, note, hint));
+    }
+}
+
+/// The end of a line ([`Emit::end`]): in JSON its layouts, note and hint and the closing
+/// brace, in text its note.
+fn end<S: AsRef<str>>(
+    out: &mut Line<'_>,
+    json: bool,
+    layouts: &[S],
+    note: Option<&str>,
+    hint: Option<&str>,
+) {
+    if json {
+        if !layouts.is_empty() {
+            out.extend_from_slice(b",\"layouts\":[");
+            for (i, l) in layouts.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
                 }
-                self.out.push(b']');
+                json_str(out, l.as_ref());
             }
-            if let Some(n) = note {
-                self.out.extend_from_slice(b",\"note\":");
-                json_str(self.out, n);
-            }
-            if let Some(h) = hint {
-                self.out.extend_from_slice(b",\"hint\":");
-                json_str(self.out, h);
-            }
-            self.out.push(b'}');
-        } else if let Some(n) = note {
-            self.out.extend_from_slice(b"  (");
-            self.out.extend_from_slice(n.as_bytes());
-            self.out.push(b')');
+            out.push(b']');
         }
+        if let Some(n) = note {
+            out.extend_from_slice(b",\"note\":");
+            json_str(out, n);
+        }
+        if let Some(h) = hint {
+            out.extend_from_slice(b",\"hint\":");
+            json_str(out, h);
+        }
+        out.push(b'}');
+    } else if let Some(n) = note {
+        out.extend_from_slice(b"  (");
+        out.extend_from_slice(n.as_bytes());
+        out.push(b')');
     }
 }
 
 /// [`Emit::when`]'s block, made anew.
 fn write_when(
-    out: &mut Vec<u8>,
+    out: &mut Line<'_>,
     json: bool,
     clock: &mut SecondCache,
     unix_ns: Option<u128>,
     time: Option<When<'_>>,
 ) {
-    let mut time_text = |out: &mut Vec<u8>, t: &When<'_>| match t {
+    let mut time_text = |out: &mut Line<'_>, t: &When<'_>| match t {
         When::Text(s) => out.extend_from_slice(s.as_bytes()),
         When::Ns(ns, digits) => clock.write(out, *ns, *digits),
     };
@@ -1388,12 +1445,17 @@ fn ms_of(ns: u128) -> u128 {
 /// Decimal: [`push_u64`] while the value fits 64 bits; above, one division by 10^19
 /// ([`divmod_ten19`], a multiplication), the digits above the last 19 and then those 19
 /// ([`push19`]).
-#[inline]
-fn push_u128(out: &mut Vec<u8>, n: u128) {
-    if let Ok(small) = u64::try_from(n) {
-        push_u64(out, small);
-        return;
+#[inline(always)]
+fn push_u128(out: &mut Line<'_>, n: u128) {
+    match u64::try_from(n) {
+        Ok(small) => push_u64(out, small),
+        Err(_) => out.with(|out| push_u128_wide(out, n)),
     }
+}
+
+/// [`push_u128`] of a value above 64 bits.
+#[inline(never)]
+fn push_u128_wide(out: &mut Line<'_>, n: u128) {
     let (high, low) = divmod_ten19(n);
     match u64::try_from(high) {
         Ok(h) => push_u64(out, h),
@@ -1438,16 +1500,24 @@ fn mul_high(x: u128, y: u128) -> u128 {
 /// line is cut back to the digits: no copy of a length known only at run time (a call to
 /// `memmove`), and no bytes stored piecewise and read back at once (a load that spans several
 /// smaller stores waits for them to reach the cache: tens of cycles).
-#[inline]
-fn push_u64(out: &mut Vec<u8>, n: u64) {
-    const TEN8: u64 = 100_000_000;
+#[inline(always)]
+fn push_u64(out: &mut Line<'_>, n: u64) {
     if n < 100 {
         // Versions, nodes, small counters: one or two bytes.
         if n >= 10 {
             out.push(b'0' + (n / 10) as u8);
         }
         out.push(b'0' + (n % 10) as u8);
-    } else if n < TEN8 {
+    } else {
+        out.with(|out| push_u64_wide(out, n));
+    }
+}
+
+/// [`push_u64`] of a value of 3 digits or more.
+#[inline(never)]
+fn push_u64_wide(out: &mut Line<'_>, n: u64) {
+    const TEN8: u64 = 100_000_000;
+    if n < TEN8 {
         push_lead(out, n as u32);
     } else if n < TEN8 * TEN8 {
         push_lead(out, (n / TEN8) as u32);
@@ -1462,7 +1532,7 @@ fn push_u64(out: &mut Vec<u8>, n: u64) {
 
 /// The digits of `x` (below 10^8) without leading zeros: its word with them shifted out.
 #[inline(always)]
-fn push_lead(out: &mut Vec<u8>, x: u32) {
+fn push_lead(out: &mut Line<'_>, x: u32) {
     let digits = x.checked_ilog10().unwrap_or(0) as usize + 1;
     let word = u64::from_le_bytes(digits8(x)) >> (8 * (8 - digits));
     let len = out.len() + digits;
@@ -1473,7 +1543,7 @@ fn push_lead(out: &mut Vec<u8>, x: u32) {
 /// The 19 decimal digits of `x` (below 10^19), zero-padded: words of 3, 8 and 8 digits
 /// joined in registers into three of 8 bytes, appended, and the line cut back by 5.
 #[inline(always)]
-fn push19(out: &mut Vec<u8>, x: u64) {
+fn push19(out: &mut Line<'_>, x: u64) {
     const TEN8: u64 = 100_000_000;
     let rest = x / TEN8;
     // Little-endian words: the first digit in the lowest byte; the top word's 3 digits are
@@ -1513,18 +1583,29 @@ fn digits4(x: u32) -> [u8; 4] {
 /// Lowercase hex of `v`, zero-padded to `width` digits (`{v:0width$x}`). The digits are
 /// made left-aligned (the value shifted up first), appended as a whole 16- or 32-byte block
 /// and the line cut back to them: no copy of a run-time length.
-#[inline]
-fn push_hex(out: &mut Vec<u8>, v: u128, width: usize) {
+#[inline(always)]
+fn push_hex(out: &mut Line<'_>, v: u128, width: usize) {
     // A field of a fixed width that holds its value (the common case; `width` is then a
     // constant where this is inlined): its digits from one 16-digit word, a fixed-size copy.
     if (1..=16).contains(&width) && v >> (4 * width) == 0 {
         let word = text::hex16((v as u64) << (4 * (16 - width)), false).to_be_bytes();
         out.extend_from_slice(&word[..width]);
-        return;
+    } else if width == 0 && v < 16 {
+        // A UUID's version in text: one digit.
+        out.push(b"0123456789abcdef"[v as usize]);
+    } else {
+        out.with(|out| push_hex_any(out, v, width));
     }
+}
+
+/// [`push_hex`] of any value and width.
+#[inline(never)]
+fn push_hex_any(out: &mut Line<'_>, v: u128, width: usize) {
     let digits = (128 - v.leading_zeros()).div_ceil(4).max(1) as usize;
     if width > 32 {
-        out.extend(std::iter::repeat_n(b'0', width - 32));
+        for _ in 32..width {
+            out.push(b'0');
+        }
     }
     let n = digits.max(width).min(32);
     let len = out.len() + n;
@@ -1539,14 +1620,14 @@ fn push_hex(out: &mut Vec<u8>, v: u128, width: usize) {
 }
 
 /// The 32 uppercase hex digits of `v`.
-#[inline]
-fn push_hex_upper(out: &mut Vec<u8>, v: u128) {
+#[inline(always)]
+fn push_hex_upper(out: &mut Line<'_>, v: u128) {
     out.extend_from_slice(&text::hex32(v, true));
 }
 
 /// The decimal text of the 160-bit number `hi` (top 32 bits) and `lo`: one division by
 /// 10^19 leaves a quotient that fits 128 bits.
-fn push_wide_decimal(out: &mut Vec<u8>, hi: u32, lo: u128) {
+fn push_wide_decimal(out: &mut Line<'_>, hi: u32, lo: u128) {
     // 2^128 = A * 10^19 + B.
     const A: u128 = 34_028_236_692_093_846_346;
     const B: u128 = 3_374_607_431_768_211_456;
@@ -1574,14 +1655,14 @@ impl SecondCache {
 
     /// A time as [`write_unix_ns`] writes it; the date and clock of its second are made once
     /// for the run of ids in that second.
-    fn write(&mut self, out: &mut Vec<u8>, ns: i128, digits: u32) {
+    fn write(&mut self, out: &mut Line<'_>, ns: i128, digits: u32) {
         // 1970 to 2554 (64 bits of nanoseconds): four-digit years, the common case.
         let Ok(ns) = u64::try_from(ns) else {
-            write_unix_ns(out, ns, digits);
+            write_unix_ns_to(out, ns, digits);
             return;
         };
         if digits > 9 {
-            write_unix_ns(out, i128::from(ns), digits);
+            write_unix_ns_to(out, i128::from(ns), digits);
             return;
         }
         let secs = ns / 1_000_000_000;
@@ -1589,7 +1670,7 @@ impl SecondCache {
             let mut t = Vec::with_capacity(24);
             write_unix_ns(&mut t, i128::from(secs) * 1_000_000_000, 0);
             if t.len() != 20 {
-                write_unix_ns(out, i128::from(ns), digits);
+                write_unix_ns_to(out, i128::from(ns), digits);
                 return;
             }
             self.text.copy_from_slice(&t[..19]);
@@ -1618,17 +1699,24 @@ impl SecondCache {
     }
 }
 
+/// [`write_unix_ns`] onto a line (times outside 1970-2554 or finer than nanoseconds: rare).
+fn write_unix_ns_to(out: &mut Line<'_>, ns: i128, digits: u32) {
+    let mut text = Vec::with_capacity(40);
+    write_unix_ns(&mut text, ns, digits);
+    out.extend_from_slice(&text);
+}
+
 /// `0b` and the two variant bits.
-#[inline]
-fn push_variant(out: &mut Vec<u8>, v: u8) {
+#[inline(always)]
+fn push_variant(out: &mut Line<'_>, v: u8) {
     out.extend_from_slice(b"0b");
     out.push(b'0' + ((v >> 1) & 1));
     out.push(b'0' + (v & 1));
 }
 
 /// A time in nanoseconds as JSON: a number while it fits 64 bits, a decimal string beyond.
-#[inline]
-fn json_nanos(out: &mut Vec<u8>, n: u128) {
+#[inline(always)]
+fn json_nanos(out: &mut Line<'_>, n: u128) {
     if u64::try_from(n).is_ok() {
         push_u128(out, n);
     } else {
@@ -1641,9 +1729,9 @@ fn json_nanos(out: &mut Vec<u8>, n: u128) {
 /// Appends `s`, of a length known only at run time, as two copies of a fixed size that
 /// overlap (up to 64 bytes): for text this short a call to `memcpy` costs more than the copy.
 #[inline(always)]
-fn put(out: &mut Vec<u8>, s: &[u8]) {
+fn put(out: &mut Line<'_>, s: &[u8]) {
     #[inline(always)]
-    fn two<const N: usize>(out: &mut Vec<u8>, s: &[u8]) {
+    fn two<const N: usize>(out: &mut Line<'_>, s: &[u8]) {
         // N <= s.len() <= 2N: the first N bytes, then the last N ending where `s` ends.
         let end = out.len() + s.len();
         out.extend_from_slice(&s[..N]);
@@ -1682,13 +1770,23 @@ fn needs_escape(bytes: &[u8]) -> bool {
 
 /// A JSON string, escaped as `serde_json` escapes it (`\"`, `\\`, the short escapes of
 /// control characters where JSON has them, `\u00XX` for the others).
-fn json_str(out: &mut Vec<u8>, s: &str) {
-    out.push(b'"');
+#[inline(always)]
+fn json_str(out: &mut Line<'_>, s: &str) {
     let bytes = s.as_bytes();
-    let plain = !needs_escape(bytes);
-    if plain {
-        put(out, bytes);
+    if needs_escape(bytes) {
+        out.with(|out| json_escaped(out, bytes));
     } else {
+        out.push(b'"');
+        put(out, bytes);
+        out.push(b'"');
+    }
+}
+
+/// [`json_str`] of text that needs an escape.
+#[inline(never)]
+fn json_escaped(out: &mut Line<'_>, bytes: &[u8]) {
+    out.push(b'"');
+    {
         const HEX: &[u8; 16] = b"0123456789abcdef";
         for &b in bytes {
             match b {
@@ -1716,12 +1814,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn lines_longer_than_the_room_reserved_are_whole() {
+        // A hint rewritten to 5,000 characters that need escapes: each JSON line outgrows the
+        // 384 bytes reserved, in the middle of its hint, after lines already in the buffer.
+        let long: String = "\"\\\u{1}é".repeat(1_000);
+        let hint = long.clone();
+        let mut inspector = Inspector::new(None, None, None)
+            .unwrap()
+            .with_hint_rewriter(move |_| hint.clone());
+        let mut out = b"before\n".to_vec();
+        out.shrink_to_fit();
+        let id = "01890a5d-ac96-774b-bcce-b302099a8057";
+        for _ in 0..3 {
+            let start = out.len();
+            inspector.write(id, true, &mut out).unwrap();
+            let line: serde_json::Value = serde_json::from_slice(&out[start..]).unwrap();
+            assert_eq!(line["hint"], serde_json::Value::String(long.clone()));
+            assert_eq!(line["id"], id);
+            out.push(b'\n');
+        }
+        assert!(out.starts_with(b"before\n{"));
+    }
+
+    #[test]
     fn put_appends_every_length_whole() {
         let text: Vec<u8> = (0..100u8).map(|i| b'!' + i % 90).collect();
         for len in 0..=text.len() {
             for before in [0, 1, 7, 33] {
                 let mut out = vec![b'x'; before];
-                put(&mut out, &text[..len]);
+                put(&mut Line::new(&mut out, 0), &text[..len]);
                 assert_eq!(out.len(), before + len);
                 assert_eq!(&out[before..], &text[..len], "{len} after {before}");
             }
@@ -1742,7 +1863,7 @@ mod tests {
             (u128::MAX >> 3, 32),
         ] {
             let mut out = Vec::new();
-            push_hex(&mut out, v, w);
+            push_hex(&mut Line::new(&mut out, 0), v, w);
             assert_eq!(String::from_utf8(out).unwrap(), format!("{v:0w$x}"));
         }
         // Every length of value against every width, after text already in the line.
@@ -1751,7 +1872,7 @@ mod tests {
             let v = v & u128::MAX.checked_shr(128 - bits).unwrap_or(0);
             for w in 0..=34 {
                 let mut out = b"x=".to_vec();
-                push_hex(&mut out, v, w);
+                push_hex(&mut Line::new(&mut out, 0), v, w);
                 assert_eq!(String::from_utf8(out).unwrap(), format!("x={v:0w$x}"));
             }
         }
@@ -1773,7 +1894,7 @@ mod tests {
         }
         for n in cases {
             let mut out = b"n=".to_vec();
-            push_u128(&mut out, n);
+            push_u128(&mut Line::new(&mut out, 0), n);
             assert_eq!(String::from_utf8(out).unwrap(), format!("n={n}"));
         }
         // Each half of four digits is split in a lane of its own: every value of each half.
@@ -1833,7 +1954,7 @@ mod tests {
             let mut bytes = hi.to_be_bytes().to_vec();
             bytes.extend_from_slice(&lo.to_be_bytes());
             let mut out = Vec::new();
-            push_wide_decimal(&mut out, hi, lo);
+            push_wide_decimal(&mut Line::new(&mut out, 0), hi, lo);
             assert_eq!(
                 String::from_utf8(out).unwrap(),
                 super::super::wide_decimal(&bytes)
@@ -1858,7 +1979,7 @@ mod tests {
             ns += step;
             for digits in 0..=9 {
                 let (mut a, mut b) = (Vec::new(), Vec::new());
-                cache.write(&mut a, ns, digits);
+                cache.write(&mut Line::new(&mut a, 0), ns, digits);
                 write_unix_ns(&mut b, ns, digits);
                 assert_eq!(a, b, "{ns} {digits}");
             }
@@ -1873,7 +1994,7 @@ mod tests {
         ] {
             for digits in 0..=9 {
                 let (mut a, mut b) = (Vec::new(), Vec::new());
-                cache.write(&mut a, ns, digits);
+                cache.write(&mut Line::new(&mut a, 0), ns, digits);
                 write_unix_ns(&mut b, ns, digits);
                 assert_eq!(a, b, "{ns} {digits}");
             }
@@ -1925,7 +2046,7 @@ mod tests {
             let slow = s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\');
             assert_eq!(needs_escape(s.as_bytes()), slow, "{s:?}");
             let mut out = Vec::new();
-            json_str(&mut out, s);
+            json_str(&mut Line::new(&mut out, 0), s);
             assert_eq!(
                 String::from_utf8(out).unwrap(),
                 serde_json::to_string(s).unwrap()
