@@ -135,7 +135,7 @@ pub fn run(a: InspectArgs) -> anyhow::Result<ExitCode> {
             }
             let mut rest = chunk;
             if !partial.is_empty() {
-                match rest.iter().position(|&b| b == b'\n') {
+                match memchr::memchr(b'\n', rest) {
                     Some(at) => {
                         partial.extend_from_slice(&rest[..=at]);
                         failures += line(&partial, &mut out)?;
@@ -148,11 +148,13 @@ pub fn run(a: InspectArgs) -> anyhow::Result<ExitCode> {
                     }
                 }
             }
-            while let Some(at) = rest.iter().position(|&b| b == b'\n') {
-                failures += line(&rest[..=at], &mut out)?;
-                rest = &rest[at + 1..];
+            // Line ends found 16 or 32 bytes at a time.
+            let mut start = 0;
+            for at in memchr::memchr_iter(b'\n', rest) {
+                failures += line(&rest[start..=at], &mut out)?;
+                start = at + 1;
             }
-            partial.extend_from_slice(rest);
+            partial.extend_from_slice(&rest[start..]);
             let used = chunk.len();
             input.consume(used);
         }

@@ -167,6 +167,39 @@ fn inspect_reads_stdin_and_reports_versions() {
 }
 
 #[test]
+fn inspect_reads_lines_that_span_its_reads_of_stdin() {
+    // 6,000 ids in lines of 1 to 31 bytes of padding and CRLF or LF ends (about 390 KB): lines
+    // are split across the 64 KiB reads at every kind of place. Each is decoded, in order.
+    let ids: Vec<u64> = (0..6_000u64)
+        .map(|i| (1 << 62) + i * 4_194_304 + i % 7)
+        .collect();
+    let mut input = Vec::new();
+    for (i, id) in ids.iter().enumerate() {
+        input.extend(std::iter::repeat_n(b' ', i % 31));
+        input.extend_from_slice(id.to_string().as_bytes());
+        input.extend_from_slice(if i % 3 == 0 { b"\r\n" } else { b"\n" });
+    }
+    // The last line without its end.
+    input.truncate(input.len() - 1);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_idforge"))
+        .args(["inspect", "--scheme", "snowflake"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(&input).unwrap());
+    let o = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let firsts: Vec<&str> = out.lines().map(|l| l.split(' ').next().unwrap()).collect();
+    let want: Vec<String> = ids.iter().map(u64::to_string).collect();
+    assert_eq!(firsts, want);
+}
+
+#[test]
 fn malformed_id_names_the_id_and_fails() {
     let o = idforge(&[
         "inspect",

@@ -1590,9 +1590,14 @@ fn push_hex(out: &mut Line<'_>, v: u128, width: usize) {
     if (1..=16).contains(&width) && v >> (4 * width) == 0 {
         let word = text::hex16((v as u64) << (4 * (16 - width)), false).to_be_bytes();
         out.extend_from_slice(&word[..width]);
-    } else if width == 0 && v < 16 {
-        // A UUID's version in text: one digit.
-        out.push(b"0123456789abcdef"[v as usize]);
+    } else if width == 0 && v >> 64 == 0 {
+        // No width (random bits, a UUID's version in text) and 64 bits: the digits
+        // left-aligned in one word, appended whole, the line cut back to them.
+        let digits = (64 - (v as u64).leading_zeros()).div_ceil(4).max(1);
+        let word = text::hex16((v as u64) << (4 * (16 - digits)), false).to_be_bytes();
+        let at = out.len() + digits as usize;
+        out.extend_from_slice(&word);
+        out.truncate(at);
     } else {
         out.with(|out| push_hex_any(out, v, width));
     }
