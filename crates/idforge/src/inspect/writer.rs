@@ -682,16 +682,13 @@ impl Inspector {
 
     /// KSUID text, as [`super::inspect`] reads it (`named`: the scheme `ksuid` was given).
     fn write_ksuid(&mut self, trimmed: &str, named: bool, json: bool, out: &mut Vec<u8>) -> bool {
-        let Some(k) = ksuid::parse_fast(trimmed) else {
+        let Some((seconds, payload)) = ksuid::parse_fast_parts(trimmed) else {
             return false;
         };
-        let bytes = k.as_bytes();
         // 27 base62 digits of a value below 62^27: the text is the only one of its value, so
         // it is its canonical text (what `Ksuid::encode` would write again).
         let canonical = trimmed;
-        let payload = k.payload_u128();
-        let seconds = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
-        let unix_ns = u128::from(k.unix_seconds()) * 1_000_000_000;
+        let unix_ns = u128::from(u64::from(seconds) + ksuid::EPOCH_SECONDS) * 1_000_000_000;
         let mut e = Emit::new(out, json, &mut self.clock);
         if e.json {
             e.out.extend_from_slice(b"{\"id\":");

@@ -275,20 +275,33 @@ static DIGITS: [u8; 256] = {
     t
 };
 
-/// Valid KSUID text read nine digits at a time (62^9 < 2^64) into three words, or `None`
-/// (then [`parse`] says what is wrong).
-pub(crate) fn parse_fast(s: &str) -> Option<Ksuid> {
+/// Valid KSUID text read nine digits at a time (62^9 < 2^64) into three words, as its
+/// timestamp (seconds since the KSUID epoch) and payload, or `None` (then [`parse`] says what
+/// is wrong). The parts come from registers: a `Ksuid`'s bytes, stored and read back in other
+/// widths, stall store forwarding.
+pub(crate) fn parse_fast_parts(s: &str) -> Option<(u32, u128)> {
     const M: u128 = 62u128.pow(9);
     let b = s.as_bytes();
     if b.len() != TEXT_LEN {
         return None;
     }
+    // Each run of nine as the sum of its digits times their powers of 62 (independent
+    // products, not nine multiply-adds in a chain).
+    const POW: [u64; 9] = {
+        let mut p = [1u64; 9];
+        let mut i = 8;
+        while i > 0 {
+            p[i - 1] = p[i] * 62;
+            i -= 1;
+        }
+        p
+    };
     let mut bad = 0u8;
     let mut chunk = |run: &[u8]| {
-        run.iter().fold(0u64, |acc, &c| {
+        run.iter().zip(POW).fold(0u64, |acc, (&c, p)| {
             let d = DIGITS[usize::from(c)];
             bad |= d;
-            acc * 62 + u64::from(d & 0x3F)
+            acc + u64::from(d & 0x3F) * p
         })
     };
     let (c0, c1, c2) = (chunk(&b[..9]), chunk(&b[9..18]), chunk(&b[18..]));
@@ -303,10 +316,11 @@ pub(crate) fn parse_fast(s: &str) -> Option<Ksuid> {
     if hi >> 96 != 0 {
         return None;
     }
-    let mut bytes = [0u8; BYTES];
-    bytes[..12].copy_from_slice(&hi.to_be_bytes()[4..]);
-    bytes[12..].copy_from_slice(&(lo as u64).to_be_bytes());
-    Some(Ksuid(bytes))
+    // hi holds the top 96 bits: the timestamp and the payload's upper half.
+    Some((
+        (hi >> 64) as u32,
+        (hi as u64 as u128) << 64 | (lo as u64 as u128),
+    ))
 }
 
 /// Whether text has the shape of KSUID text: 27 characters of the base62 alphabet, not all
@@ -451,9 +465,19 @@ mod tests {
             texts.push(Ksuid::from_bytes(b).to_string());
         }
         for t in &texts {
-            assert_eq!(parse_fast(t), parse(t).ok(), "{t}");
-            if let Some(k) = parse_fast(t) {
-                assert_eq!(k.encode().as_str(), t);
+            let parsed = parse(t).ok();
+            assert_eq!(
+                parse_fast_parts(t),
+                parsed.map(|k| (k.timestamp(), k.payload_u128())),
+                "{t}"
+            );
+            if let Some((timestamp, payload)) = parse_fast_parts(t) {
+                assert_eq!(
+                    Ksuid::from_parts(timestamp, payload.to_be_bytes())
+                        .encode()
+                        .as_str(),
+                    t
+                );
             }
         }
     }
