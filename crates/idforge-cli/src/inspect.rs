@@ -111,12 +111,13 @@ pub fn run(a: InspectArgs) -> anyhow::Result<ExitCode> {
         // A line begun in one read and ended in the next.
         let mut partial = Vec::new();
         let mut line_no = 0u64;
-        let mut line = |bytes: &[u8], out: &mut Out| -> io::Result<u64> {
+        // A line as text, or `None` where it is not UTF-8.
+        let mut line = |text: Option<&str>, out: &mut Out| -> io::Result<u64> {
             line_no += 1;
-            Ok(match std::str::from_utf8(bytes) {
-                Ok(l) if l.trim().is_empty() => 0,
-                Ok(l) => u64::from(one(l.trim_end(), Some(line_no), out)?),
-                Err(_) => {
+            Ok(match text.map(str::trim_end) {
+                Some(l) if l.trim_start().is_empty() => 0,
+                Some(l) => u64::from(one(l, Some(line_no), out)?),
+                None => {
                     out.flush()?;
                     eprintln!(
                         "idforge: standard input line {line_no}: not UTF-8 text, so not an id"
@@ -129,7 +130,7 @@ pub fn run(a: InspectArgs) -> anyhow::Result<ExitCode> {
             let chunk = input.fill_buf()?;
             if chunk.is_empty() {
                 if !partial.is_empty() {
-                    failures += line(&partial, &mut out)?;
+                    failures += line(std::str::from_utf8(&partial).ok(), &mut out)?;
                 }
                 break;
             }
@@ -138,7 +139,7 @@ pub fn run(a: InspectArgs) -> anyhow::Result<ExitCode> {
                 match memchr::memchr(b'\n', rest) {
                     Some(at) => {
                         partial.extend_from_slice(&rest[..=at]);
-                        failures += line(&partial, &mut out)?;
+                        failures += line(std::str::from_utf8(&partial).ok(), &mut out)?;
                         partial.clear();
                         rest = &rest[at + 1..];
                     }
@@ -148,13 +149,25 @@ pub fn run(a: InspectArgs) -> anyhow::Result<ExitCode> {
                     }
                 }
             }
-            // Line ends found 16 or 32 bytes at a time.
-            let mut start = 0;
-            for at in memchr::memchr_iter(b'\n', rest) {
-                failures += line(&rest[start..=at], &mut out)?;
-                start = at + 1;
+            // The lines that end in this read, checked as UTF-8 at once (a line end is ASCII:
+            // each line of valid text is valid text), or one by one where that fails, to name
+            // the bad line. Line ends are found 16 or 32 bytes at a time.
+            if let Some(last) = memchr::memrchr(b'\n', rest) {
+                let whole = &rest[..=last];
+                let text = std::str::from_utf8(whole).ok();
+                let mut start = 0;
+                for at in memchr::memchr_iter(b'\n', whole) {
+                    let one_line = match text {
+                        // At a line end: a character boundary.
+                        Some(t) => Some(&t[start..=at]),
+                        None => std::str::from_utf8(&whole[start..=at]).ok(),
+                    };
+                    failures += line(one_line, &mut out)?;
+                    start = at + 1;
+                }
+                rest = &rest[last + 1..];
             }
-            partial.extend_from_slice(&rest[start..]);
+            partial.extend_from_slice(rest);
             let used = chunk.len();
             input.consume(used);
         }

@@ -179,8 +179,17 @@ fn inspect_reads_lines_that_span_its_reads_of_stdin() {
         input.extend_from_slice(id.to_string().as_bytes());
         input.extend_from_slice(if i % 3 == 0 { b"\r\n" } else { b"\n" });
     }
-    // The last line without its end.
+    // The last line without its end, and a line that is not UTF-8 after line 3,000 (the
+    // read it is in is then read line by line).
     input.truncate(input.len() - 1);
+    let at = input
+        .iter()
+        .enumerate()
+        .filter(|(_, &b)| b == b'\n')
+        .nth(2_999)
+        .unwrap()
+        .0;
+    input.splice(at + 1..at + 1, b"\xff\xfe 1\n".iter().copied());
     let mut child = Command::new(env!("CARGO_BIN_EXE_idforge"))
         .args(["inspect", "--scheme", "snowflake"])
         .stdin(Stdio::piped())
@@ -192,7 +201,12 @@ fn inspect_reads_lines_that_span_its_reads_of_stdin() {
     let writer = std::thread::spawn(move || stdin.write_all(&input).unwrap());
     let o = child.wait_with_output().unwrap();
     writer.join().unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("standard input line 3001: not UTF-8"),
+        "{}",
+        stderr(&o)
+    );
     let out = stdout(&o);
     let firsts: Vec<&str> = out.lines().map(|l| l.split(' ').next().unwrap()).collect();
     let want: Vec<String> = ids.iter().map(u64::to_string).collect();
