@@ -425,10 +425,9 @@ impl Inspector {
                 if (value >> 76) & 0xF != 4 || value == 0 || value == u128::MAX {
                     return false;
                 }
-                let canonical = (!json).then(|| text::encode(value, 128, Format::Uuid));
                 self.write_uuid(
                     trimmed,
-                    bytes_of(&canonical),
+                    Canon::Uuid(value),
                     (Some("uuid4"), None),
                     false,
                     value,
@@ -457,9 +456,8 @@ impl Inspector {
             self.write_v7(trimmed, value, json, out);
             return true;
         }
-        let canonical = (!json).then(|| text::encode(value, 128, Format::Uuid));
         let names = (None, None);
-        self.write_uuid(trimmed, bytes_of(&canonical), names, true, value, json, out)
+        self.write_uuid(trimmed, Canon::Uuid(value), names, true, value, json, out)
     }
 
     /// A UUID of any version, as [`super::inspect_uuid`] reads it (version 7 too), named
@@ -469,7 +467,7 @@ impl Inspector {
     fn write_uuid(
         &mut self,
         trimmed: &str,
-        canonical: &[u8],
+        canonical: Canon<'_>,
         (scheme, prefix): (Option<&str>, Option<&str>),
         plain: bool,
         value: u128,
@@ -570,11 +568,10 @@ impl Inspector {
 
     /// A version 7 UUID read without a scheme: what [`super::inspect_uuid`] makes of it.
     fn write_v7(&mut self, trimmed: &str, value: u128, json: bool, out: &mut Vec<u8>) {
-        let canonical = (!json).then(|| text::encode(value, 128, Format::Uuid));
         let mut e = Emit::new(out, json, &mut self.clock);
         // UUID text (`write_any_uuid`'s).
         e.plain = true;
-        e.begin(trimmed, bytes_of(&canonical), "uuid-v7", value);
+        e.begin(trimmed, Canon::Uuid(value), "uuid-v7", value);
         let unix_ns = (value >> 80) * 1_000_000;
         e.when(Some(unix_ns), Some(When::Ns(unix_ns as i128, 3)));
         e.part("rand_a", P::Hex((value >> 64) & 0xFFF, 3));
@@ -651,7 +648,12 @@ impl Inspector {
             };
             let mut e = Emit::new(out, json, &mut self.clock);
             e.plain = quick.is_some();
-            e.begin(trimmed, canonical, Scheme::TypeId.name(), value);
+            e.begin(
+                trimmed,
+                Canon::Text(canonical),
+                Scheme::TypeId.name(),
+                value,
+            );
             e.when(Some(unix_ns), Some(When::Ns(unix_ns as i128, fast.digits)));
             e.part("prefix", P::Str(prefix));
             layout_parts(fast, value, &parts, &mut e);
@@ -660,7 +662,7 @@ impl Inspector {
         }
         if self.write_uuid(
             trimmed,
-            canonical,
+            Canon::Text(canonical),
             (Some(Scheme::TypeId.name()), Some(prefix)),
             quick.is_some(),
             value,
@@ -671,7 +673,12 @@ impl Inspector {
         }
         // A suffix that is no UUID RFC 9562 defines: its version and variant alone.
         let mut e = Emit::new(out, json, &mut self.clock);
-        e.begin(trimmed, canonical, Scheme::TypeId.name(), value);
+        e.begin(
+            trimmed,
+            Canon::Text(canonical),
+            Scheme::TypeId.name(),
+            value,
+        );
         e.when(None, None);
         e.part("prefix", P::Str(prefix));
         e.part("version", P::Version(((value >> 76) & 0xF) as u8));
@@ -698,7 +705,12 @@ impl Inspector {
             e.out.with(|out| push_wide_decimal(out, seconds, payload));
             e.out.push(b'"');
         } else {
-            e.begin(trimmed, canonical.as_bytes(), Scheme::Ksuid.name(), 0);
+            e.begin(
+                trimmed,
+                Canon::Text(canonical.as_bytes()),
+                Scheme::Ksuid.name(),
+                0,
+            );
         }
         e.when(Some(unix_ns), Some(When::Ns(unix_ns as i128, 0)));
         e.part("timestamp", P::Int(u128::from(seconds)));
@@ -720,12 +732,10 @@ impl Inspector {
             return false;
         };
         let (unix_ns, host) = nanots::HostDigits::decode(value, digits);
-        let mut canonical = itoa::Buffer::new();
-        let canonical = canonical.format(value);
         let mut e = Emit::new(out, json, &mut self.clock);
         e.begin(
             trimmed,
-            canonical.as_bytes(),
+            Canon::Dec(u128::from(value)),
             "nanots-host",
             u128::from(value),
         );
@@ -754,11 +764,10 @@ impl Inspector {
         else {
             return false;
         };
-        let canonical = (!json).then(|| text::encode(value, 128, Format::Uuid));
         let unix_ns = u128::from(ms) * 1_000_000;
         let mut e = Emit::new(out, json, &mut self.clock);
         e.plain = plain;
-        e.begin(trimmed, bytes_of(&canonical), locality::NAME, value);
+        e.begin(trimmed, Canon::Uuid(value), locality::NAME, value);
         e.when(Some(unix_ns), Some(When::Ns(unix_ns as i128, 3)));
         e.part("counter", P::Int(u128::from(counter)));
         e.part("pid", P::Int(u128::from(pid)));
@@ -774,11 +783,16 @@ impl Inspector {
             // Wider than 128 bits (a KSUID): its value from all its bytes.
             Some(b) => e.begin_wide(
                 &d.input,
-                d.canonical.as_bytes(),
+                Canon::Text(d.canonical.as_bytes()),
                 &d.scheme,
                 &super::wide_decimal(b),
             ),
-            None => e.begin(&d.input, d.canonical.as_bytes(), &d.scheme, d.value),
+            None => e.begin(
+                &d.input,
+                Canon::Text(d.canonical.as_bytes()),
+                &d.scheme,
+                d.value,
+            ),
         }
         e.when(d.unix_ns, d.time.as_deref().map(When::Text));
         for (k, v) in d.parts() {
@@ -907,9 +921,15 @@ fn json_end(layouts: &[&str], note: Option<&str>, hint: Option<&str>) -> Vec<u8>
     tail
 }
 
-/// The canonical text of an id, made for text lines only (JSON objects do not carry it).
-fn bytes_of(canonical: &Option<text::Text>) -> &[u8] {
-    canonical.as_ref().map_or(&[], text::Text::as_bytes)
+/// The canonical text of an id, for text lines (JSON objects do not carry it): text already
+/// made, or a value written in decimal or as UUID text straight into the line (a `Text` made
+/// by `text::encode` and copied in is stored and read back in other widths, which stalls store
+/// forwarding).
+#[derive(Clone, Copy)]
+enum Canon<'a> {
+    Text(&'a [u8]),
+    Dec(u128),
+    Uuid(u128),
 }
 
 /// Counts a hint kept back from a text line.
@@ -1036,8 +1056,9 @@ impl Plan {
     }
 
     /// The parts and Unix time of an id, or `None` where a check of
-    /// [`super::check_layout_value`] fails.
-    #[inline]
+    /// [`super::check_layout_value`] fails. Always inlined: its parts returned through memory
+    /// were read back in wider loads than they were stored with, which stalls store forwarding.
+    #[inline(always)]
     fn read(&self, value: u128) -> Option<(crate::layout::Parts, u128)> {
         if value & !self.allowed != 0 || value & self.uuid_mask != self.uuid_value {
             return None;
@@ -1103,11 +1124,18 @@ fn write_layout(
         && !trimmed
             .bytes()
             .fold(false, |up, b| up | b.is_ascii_uppercase());
-    let canonical = (!e.json && !own).then(|| text::encode(value, layout.bits, fast.canonical));
-    let canonical = if own {
-        trimmed.as_bytes()
-    } else {
-        bytes_of(&canonical)
+    let encoded;
+    let canonical = match fast.canonical {
+        _ if own => Canon::Text(trimmed.as_bytes()),
+        _ if e.json => Canon::Text(&[]),
+        // `text::encode`'s decimal of the value cut to the layout's width.
+        Format::Dec if layout.bits < 128 => Canon::Dec(value & ((1u128 << layout.bits) - 1)),
+        Format::Dec => Canon::Dec(value),
+        Format::Uuid => Canon::Uuid(value),
+        format => {
+            encoded = text::encode(value, layout.bits, format);
+            Canon::Text(encoded.as_bytes())
+        }
     };
     e.plain = uuid.is_some();
     e.begin(trimmed, canonical, fast.scheme.name(), value);
@@ -1186,7 +1214,7 @@ impl<'a> Emit<'a> {
     }
 
     #[inline(always)]
-    fn begin(&mut self, input: &str, canonical: &[u8], scheme: &str, value: u128) {
+    fn begin(&mut self, input: &str, canonical: Canon<'_>, scheme: &str, value: u128) {
         if self.json {
             self.out.extend_from_slice(b"{\"id\":");
             if self.plain {
@@ -1205,7 +1233,11 @@ impl<'a> Emit<'a> {
             push_u128(&mut self.out, value);
             self.out.push(b'"');
         } else {
-            put(&mut self.out, canonical);
+            match canonical {
+                Canon::Text(t) => put(&mut self.out, t),
+                Canon::Dec(v) => push_u128(&mut self.out, v),
+                Canon::Uuid(v) => push_uuid(&mut self.out, v),
+            }
             self.out.extend_from_slice(b"  scheme=");
             put(&mut self.out, scheme.as_bytes());
         }
@@ -1213,7 +1245,7 @@ impl<'a> Emit<'a> {
 
     /// As [`Emit::begin`], for an id whose value is given as decimal text.
     #[inline(always)]
-    fn begin_wide(&mut self, input: &str, canonical: &[u8], scheme: &str, value: &str) {
+    fn begin_wide(&mut self, input: &str, canonical: Canon<'_>, scheme: &str, value: &str) {
         if self.json {
             self.out.extend_from_slice(b"{\"id\":");
             json_str(&mut self.out, input);
@@ -1619,6 +1651,22 @@ fn push_hex_any(out: &mut Line<'_>, v: u128, width: usize) {
         out.extend_from_slice(&text::hex32(v << (4 * (32 - n) as u32), false));
     }
     out.truncate(len);
+}
+
+/// Canonical UUID text of `v` (8-4-4-4-12 lowercase hex digits), from its 32 digits made in
+/// registers.
+#[inline(always)]
+fn push_uuid(out: &mut Line<'_>, v: u128) {
+    let hex = text::hex32(v, false);
+    out.extend_from_slice(&hex[..8]);
+    out.push(b'-');
+    out.extend_from_slice(&hex[8..12]);
+    out.push(b'-');
+    out.extend_from_slice(&hex[12..16]);
+    out.push(b'-');
+    out.extend_from_slice(&hex[16..20]);
+    out.push(b'-');
+    out.extend_from_slice(&hex[20..]);
 }
 
 /// The 32 uppercase hex digits of `v`.
