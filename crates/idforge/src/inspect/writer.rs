@@ -306,15 +306,31 @@ impl Inspector {
     }
 
     /// Decodes `input` and appends its line (text, or with `json` a JSON object; no newline) to
-    /// `out`. On an error nothing is appended.
+    /// `out`. On an error nothing is appended, nor when the hint rewriter panics (the panic
+    /// goes on; a caller that catches it finds `out` as it was and can use both again).
     ///
     /// # Errors
     /// Those of [`inspect_as`](super::inspect_as).
     pub fn write(&mut self, input: &str, json: bool, out: &mut Vec<u8>) -> Result<(), Error> {
-        let start = out.len();
-        let result = self.write_inner(input, json, out);
-        if result.is_err() {
-            out.truncate(start);
+        /// Cuts the buffer back to `start` when dropped: after an error, and while unwinding
+        /// from a panic in the middle of a line.
+        struct Undo<'a> {
+            out: &'a mut Vec<u8>,
+            start: usize,
+        }
+        impl Drop for Undo<'_> {
+            fn drop(&mut self) {
+                self.out.truncate(self.start);
+            }
+        }
+        let mut undo = Undo {
+            start: out.len(),
+            out,
+        };
+        let result = self.write_inner(input, json, undo.out);
+        if result.is_ok() {
+            // Nothing to cut.
+            undo.start = usize::MAX;
         }
         result
     }
@@ -1884,6 +1900,54 @@ mod tests {
             out.push(b'\n');
         }
         assert!(out.starts_with(b"before\n{"));
+    }
+
+    #[test]
+    fn a_hint_rewriter_that_panics_leaves_the_buffer_as_it_was() {
+        // The rewriter panics on its first call, at the end of a line (a TypeID with a prefix
+        // of 63 characters); the panic is caught and the same inspector and buffer are used
+        // again: the buffer holds what it held before, and the next line (its hint outgrowing
+        // the room reserved) follows it, whole.
+        let calls = std::sync::atomic::AtomicUsize::new(0);
+        let long = "\"\\\u{1}é".repeat(50);
+        let hint = long.clone();
+        let mut inspector = Inspector::new(None, None, None)
+            .unwrap()
+            .with_hint_rewriter(move |_| {
+                if calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed) == 0 {
+                    panic!("the rewriter fails once");
+                }
+                hint.clone()
+            });
+        let suffix = text::encode(
+            0x0189_0a5d_ac96_774b_bcce_b302_099a_8057,
+            128,
+            Format::TypeId,
+        );
+        let id = format!("{}_{suffix}", "p".repeat(63));
+        for json in [true, false] {
+            let mut out = b"before\n".to_vec();
+            out.shrink_to_fit();
+            if json {
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    inspector.write(&id, json, &mut out)
+                }));
+                assert!(result.is_err(), "the rewriter was to panic");
+                assert_eq!(out, b"before\n", "a panic left part of a line");
+            }
+            inspector.write(&id, json, &mut out).unwrap();
+            let line = &out[b"before\n".len()..];
+            assert!(out.starts_with(b"before\n"));
+            if json {
+                let line: serde_json::Value = serde_json::from_slice(line).unwrap();
+                assert_eq!(line["hint"], serde_json::Value::String(long.clone()));
+                assert_eq!(line["id"], serde_json::Value::String(id.clone()));
+            } else {
+                assert!(line.starts_with(format!("{id}  scheme=typeid ").as_bytes()));
+                assert!(line.ends_with(b" version=7 variant=0b10"));
+            }
+        }
+        assert_eq!(inspector.hints(), [(long, 1)]);
     }
 
     #[test]
