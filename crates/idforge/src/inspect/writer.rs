@@ -53,12 +53,7 @@ pub struct Inspector {
     host_digits: Option<u32>,
     /// The layout of a layout scheme named (not TypeID): decoded without a [`Decoded`].
     fast: Option<Fast>,
-    rewrite: Box<dyn Fn(&str) -> String + Send + Sync>,
-    /// Hints withheld from text lines, each once, with how many lines had it.
-    withheld: Vec<(String, u64)>,
-    /// Hints made once per (UUID version, candidate layouts), rewritten, with their place in
-    /// `withheld` once a text line has had them.
-    hint_cache: Vec<CachedHint>,
+    hints: Hints,
     /// uuid7's layout, for TypeID text read as the scheme `typeid` (its suffix is a UUIDv7).
     typeid_v7: Option<Fast>,
     /// nanots-host: the host digits and the time's fraction digits, when the digits are valid.
@@ -66,6 +61,17 @@ pub struct Inspector {
     /// The text of the last second written (`YYYY-MM-DDTHH:MM:SS`) and of the last time's
     /// whole block (`time=`, `unix_ms=`...): ids come in runs.
     clock: Clock,
+}
+
+/// The hints of an inspector: how they are rewritten, those kept back from text lines and
+/// those made already.
+struct Hints {
+    rewrite: Box<dyn Fn(&str) -> String + Send + Sync>,
+    /// Hints withheld from text lines, each once, with how many lines had it.
+    withheld: Vec<(String, u64)>,
+    /// Hints made once per (UUID version, candidate layouts), rewritten, with their place in
+    /// `withheld` once a text line has had them.
+    cache: Vec<CachedHint>,
 }
 
 struct CachedHint {
@@ -280,9 +286,11 @@ impl Inspector {
             format,
             host_digits,
             fast,
-            rewrite: Box::new(str::to_string),
-            withheld: Vec::new(),
-            hint_cache: Vec::new(),
+            hints: Hints {
+                rewrite: Box::new(str::to_string),
+                withheld: Vec::new(),
+                cache: Vec::new(),
+            },
             typeid_v7,
             nanots_host,
             clock: Clock::new(),
@@ -295,14 +303,14 @@ impl Inspector {
         mut self,
         f: impl Fn(&str) -> String + Send + Sync + 'static,
     ) -> Self {
-        self.rewrite = Box::new(f);
-        self.hint_cache.clear();
+        self.hints.rewrite = Box::new(f);
+        self.hints.cache.clear();
         self
     }
 
     /// The hints kept back from text lines, each once, with the number of lines it applied to.
     pub fn hints(&self) -> &[(String, u64)] {
-        &self.withheld
+        &self.hints.withheld
     }
 
     /// Decodes `input` and appends its line (text, or with `json` a JSON object; no newline) to
@@ -566,19 +574,7 @@ impl Inspector {
             e.part("version", P::Version(version));
             e.part("variant", P::Variant(variant));
         }
-        let json = e.json;
-        e.out.with(|out| {
-            finish(
-                out,
-                json,
-                &mut self.hint_cache,
-                &mut self.withheld,
-                &*self.rewrite,
-                version,
-                layouts,
-                note,
-            );
-        });
+        e.finish(&mut self.hints, version, layouts, note);
         true
     }
 
@@ -594,18 +590,7 @@ impl Inspector {
         e.part("rand_b", P::Hex(value & ((1u128 << 62) - 1), 16));
         e.part("version", P::Version(7));
         e.part("variant", P::Variant(0b10));
-        e.out.with(|out| {
-            finish(
-                out,
-                json,
-                &mut self.hint_cache,
-                &mut self.withheld,
-                &*self.rewrite,
-                7,
-                &V7_LAYOUTS,
-                None,
-            );
-        });
+        e.finish(&mut self.hints, 7, &V7_LAYOUTS, None);
     }
 
     /// TypeID text, as [`super::inspect`] reads it (`named`: the scheme `typeid` was given).
@@ -819,13 +804,13 @@ impl Inspector {
             };
             e.part(k, p);
         }
-        let hint = d.hint().map(|h| (self.rewrite)(&h));
+        let hint = d.hint().map(|h| (self.hints.rewrite)(&h));
         if json {
             e.end(&d.layouts, d.note.as_deref(), hint.as_deref());
         } else {
             e.end::<&str>(&[], d.note.as_deref(), None);
             if let Some(h) = &hint {
-                withhold(&mut self.withheld, h);
+                withhold(&mut self.hints.withheld, h);
             }
         }
     }
@@ -852,17 +837,19 @@ mod notes {
 
 /// Ends a line with its layouts, note and hint: in JSON, the hint on the line; in text, the
 /// hint counted once for [`Inspector::hints`]. Each hint is made and rewritten once.
-#[allow(clippy::too_many_arguments)]
 fn finish(
     out: &mut Line<'_>,
     json: bool,
-    cache: &mut Vec<CachedHint>,
-    withheld: &mut Vec<(String, u64)>,
-    rewrite: &(dyn Fn(&str) -> String + Send + Sync),
+    hints: &mut Hints,
     version: u8,
     layouts: &'static [&'static str],
     note: Option<&'static str>,
 ) {
+    let Hints {
+        rewrite,
+        withheld,
+        cache,
+    } = hints;
     if layouts.is_empty() {
         match note {
             // A JSON line's end with a note: made once per note.
@@ -1396,6 +1383,20 @@ impl<'a> Emit<'a> {
                 P::Variant(v) => push_variant(&mut self.out, v),
             }
         }
+    }
+
+    /// Ends the line with its layouts, note and hint ([`finish`]).
+    #[inline(always)]
+    fn finish(
+        &mut self,
+        hints: &mut Hints,
+        version: u8,
+        layouts: &'static [&'static str],
+        note: Option<&'static str>,
+    ) {
+        let json = self.json;
+        self.out
+            .with(|out| finish(out, json, hints, version, layouts, note));
     }
 
     #[inline(always)]
