@@ -1239,7 +1239,7 @@ impl<'a> Emit<'a> {
             match canonical {
                 Canon::Text(t) => put(&mut self.out, t),
                 Canon::Dec(v) => push_u128(&mut self.out, v),
-                Canon::Uuid(v) => push_uuid(&mut self.out, v),
+                Canon::Uuid(v) => self.out.extend_from_slice(&text::uuid_ascii(v, false)),
             }
             self.out.extend_from_slice(b"  scheme=");
             put(&mut self.out, scheme.as_bytes());
@@ -1668,22 +1668,6 @@ fn push_hex_any(out: &mut Line<'_>, v: u128, width: usize) {
         out.extend_from_slice(&text::hex32(v << (4 * (32 - n) as u32), false));
     }
     out.truncate(len);
-}
-
-/// Canonical UUID text of `v` (8-4-4-4-12 lowercase hex digits), from its 32 digits made in
-/// registers.
-#[inline(always)]
-fn push_uuid(out: &mut Line<'_>, v: u128) {
-    let hex = text::hex32(v, false);
-    out.extend_from_slice(&hex[..8]);
-    out.push(b'-');
-    out.extend_from_slice(&hex[8..12]);
-    out.push(b'-');
-    out.extend_from_slice(&hex[12..16]);
-    out.push(b'-');
-    out.extend_from_slice(&hex[16..20]);
-    out.push(b'-');
-    out.extend_from_slice(&hex[20..]);
 }
 
 /// The 32 uppercase hex digits of `v`.
