@@ -13,6 +13,10 @@ use super::header::{
     OFF_STAMP,
 };
 use super::paths::StateOptions;
+use super::watch::{
+    Watch, BROKEN_DELETED, BROKEN_NONE, BROKEN_REPLACED, BROKEN_REWOUND, BROKEN_TRUNCATED,
+    BROKEN_UNCHECKABLE,
+};
 use super::{io_err, sys, PAGE};
 use crate::error::{Error, StateFileError};
 use crate::sequencer::{StampCell, Timebase};
@@ -25,14 +29,6 @@ pub(super) fn boot_id_hash(path: &Path) -> Option<u64> {
     (!id.is_empty()).then(|| fnv1a(&[id.as_bytes()]) | 1)
 }
 
-// Why a `HostStamp` stopped issuing.
-const BROKEN_NONE: u64 = 0;
-const BROKEN_DELETED: u64 = 1;
-const BROKEN_REPLACED: u64 = 2;
-const BROKEN_TRUNCATED: u64 = 3;
-const BROKEN_UNCHECKABLE: u64 = 4;
-const BROKEN_REWOUND: u64 = 5;
-
 /// The stamp in a state file shared by every process of the host.
 pub struct HostStamp {
     /// The file's first page (dropped, so unmapped, before `_file` is closed).
@@ -42,13 +38,9 @@ pub struct HostStamp {
     /// Identity of the mapped file.
     dev: u64,
     ino: u64,
-    /// When the path was last checked: clock ns and stamp.
-    last_check_ns: AtomicU64,
-    last_check_stamp: AtomicU64,
-    check_ns: u64,
-    check_stamps: u64,
-    /// Sticky: why this process stopped issuing from the file (`BROKEN_*`).
-    broken: AtomicU64,
+    /// The periodic checks' state: when the file was last checked, the stamp seen then, and
+    /// (sticky) why this process stopped issuing from it.
+    watch: Watch<AtomicU64>,
     /// The header (words 0..4) and fingerprint as opened: a periodic check compares them.
     header: Box<[u64; HEADER_WORDS]>,
     fingerprint_words: Box<[u64; FINGERPRINT_WORDS]>,
@@ -302,11 +294,11 @@ impl HostStamp {
             ahead,
             dev: meta.dev(),
             ino: meta.ino(),
-            last_check_ns: AtomicU64::new(0),
-            last_check_stamp: AtomicU64::new(0),
-            check_ns,
-            check_stamps: check_ticks.checked_shl(tb.counter_bits).unwrap_or(u64::MAX),
-            broken: AtomicU64::new(BROKEN_NONE),
+            watch: Watch::new(
+                check_ns,
+                check_ticks.checked_shl(tb.counter_bits).unwrap_or(u64::MAX),
+                || AtomicU64::new(0),
+            ),
             header: Box::new(std::array::from_fn(|i| page[i])),
             fingerprint_words: Box::new(std::array::from_fn(|i| page[OFF_FINGERPRINT / 8 + i])),
             map,
@@ -407,16 +399,9 @@ impl HostStamp {
     #[inline]
     pub fn usable(&self) -> Result<(), Error> {
         if self.map.lost() {
-            self.broken
-                .compare_exchange(
-                    BROKEN_NONE,
-                    BROKEN_TRUNCATED,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                )
-                .ok();
+            self.watch.set_broken(BROKEN_TRUNCATED);
         }
-        match self.broken.load(Ordering::Relaxed) {
+        match self.watch.broken() {
             BROKEN_NONE => Ok(()),
             why => Err(self.lost(why)),
         }
@@ -443,7 +428,17 @@ impl HostStamp {
     /// [`StateFileError::Lost`].
     #[cold]
     pub fn check_path(&self) -> Result<(), Error> {
-        let why = match fs::symlink_metadata(&self.path) {
+        let why = self.path_problem();
+        if why != BROKEN_NONE {
+            self.watch.set_broken(why);
+        }
+        self.usable()
+    }
+
+    /// Why the path no longer names the mapped file, whole (`BROKEN_NONE` while it does).
+    #[cold]
+    fn path_problem(&self) -> u64 {
+        match fs::symlink_metadata(&self.path) {
             Ok(m) if m.dev() == self.dev && m.ino() == self.ino => {
                 if m.len() < PAGE as u64 {
                     BROKEN_TRUNCATED
@@ -454,45 +449,24 @@ impl HostStamp {
             Ok(_) => BROKEN_REPLACED,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => BROKEN_DELETED,
             Err(_) => BROKEN_UNCHECKABLE,
-        };
-        if why != BROKEN_NONE {
-            self.set_broken(why);
         }
-        self.usable()
     }
 
+    /// The periodic check's look at the file: the path still names it, whole, with the header
+    /// as opened (a file rewritten in place, by `cp` for instance, is caught here even when no
+    /// access fell in the moment it was short). The stamp is compared by the [`Watch`].
     #[cold]
-    fn check_now(&self, now_ns: u64, stamp: u64) -> Result<(), Error> {
-        self.check_path()?;
-        // The header as opened (a file rewritten in place, by `cp` for instance, is caught here
-        // even when no access fell in the moment it was short)...
+    fn file_problem(&self) -> u64 {
+        match self.path_problem() {
+            BROKEN_NONE => {}
+            why => return why,
+        }
         if load_words(self.map.words(), 0) != *self.header
             || load_words(self.map.words(), OFF_FINGERPRINT) != *self.fingerprint_words
         {
-            self.set_broken(BROKEN_REPLACED);
+            return BROKEN_REPLACED;
         }
-        // ...and a stamp that never went back.
-        self.check_rewind()?;
-        self.last_check_ns.store(now_ns, Ordering::Relaxed);
-        self.last_check_stamp
-            .fetch_max(self.load().max(stamp), Ordering::Relaxed);
-        self.usable()
-    }
-
-    /// The stamp a cell holds only grows: below a value seen at an earlier check, someone wrote
-    /// an older stamp into the file (a backup copied over it, a rewind).
-    #[cold]
-    fn check_rewind(&self) -> Result<(), Error> {
-        if self.load() < self.last_check_stamp.load(Ordering::Relaxed) {
-            self.set_broken(BROKEN_REWOUND);
-        }
-        self.usable()
-    }
-
-    fn set_broken(&self, why: u64) {
-        let _ =
-            self.broken
-                .compare_exchange(BROKEN_NONE, why, Ordering::Relaxed, Ordering::Relaxed);
+        BROKEN_NONE
     }
 }
 
@@ -541,16 +515,12 @@ impl StampCell for HostStamp {
     #[inline]
     fn check_issued(&self, now_ns: u64, stamp: u64) -> Result<(), Error> {
         self.usable()?;
-        let checked = self.last_check_stamp.load(Ordering::Relaxed);
-        if stamp <= checked {
-            // Below a stamp seen at the last check: a race with that check, or the file was
-            // rewound since. The cell never goes back by itself, so it tells which.
-            self.check_rewind()?;
+        match self
+            .watch
+            .check_issued(self.stamp(), now_ns, stamp, || self.file_problem())
+        {
+            BROKEN_NONE => Ok(()),
+            why => Err(self.lost(why)),
         }
-        let since_ns = now_ns.abs_diff(self.last_check_ns.load(Ordering::Relaxed));
-        if since_ns < self.check_ns && stamp.wrapping_sub(checked) < self.check_stamps {
-            return Ok(());
-        }
-        self.check_now(now_ns, stamp)
     }
 }

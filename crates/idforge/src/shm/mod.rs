@@ -104,6 +104,8 @@ mod paths;
 mod sys;
 #[cfg(all(test, feature = "host-wide"))]
 mod tests;
+#[cfg(feature = "host-wide")]
+mod watch;
 mod words;
 
 pub use crate::error::StateFileError;
