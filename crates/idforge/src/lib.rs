@@ -39,6 +39,7 @@
 #![warn(clippy::missing_errors_doc, clippy::missing_panics_doc)]
 
 pub mod clock;
+pub mod contention;
 pub mod error;
 mod family;
 pub mod generator;

@@ -509,39 +509,19 @@ impl<C: Clock> Sequencer<C, AtomicU64> {
     }
 }
 
-/// Spins after a first lost CAS of a single stamp, doubled after each further loss up to 16 times
-/// as many (see `take`). Measured on 2 cores: two threads on one generator went from 0.72× to
-/// about 1× of one thread's throughput (Snowflake). A spin is one `pause`, which took 36 ns on the
-/// 2-core virtual machine this was tuned on (from about 10 cycles to about 140 on bare metal,
-/// depending on the processor).
-const BACKOFF_SPINS: u32 = 32;
-
-/// Backs off after the `lost`-th lost CAS (from 0) of a take of `n` stamps, longer after each
-/// loss: the winner's next CAS then usually finds the line still in its cache, instead of both
-/// cores trading it for every id. Reservations (`n > 1`: per-thread blocks, batches) do not back
-/// off: their winner goes on to issue `n` ids without touching the line, and a loser that waited
-/// would only stand idle (per-thread blocks of 64 on two threads made 1.0× of one thread's ids
-/// with the backoff, 1.6–1.8× without).
-#[inline]
-fn backoff(lost: u32, n: u64) {
-    if n > 1 {
-        return;
-    }
-    for _ in 0..BACKOFF_SPINS << lost.min(4) {
-        std::hint::spin_loop();
-    }
-}
+// No backoff after a lost CAS. One that made the loser wait (32 to 512 `pause`s, longer after
+// each loss) raised two threads' throughput on 2 cores, but by letting the winner keep the line:
+// the loser retried with the value its lost CAS had returned, stale after the wait, and lost
+// again. Measured (`cargo bench -p idforge-bench --bench fairness`): in 25 ms windows the slower
+// of two threads made 0.00-0.09x the ids of the faster one, and single calls took up to 85 ms;
+// on 16 cores every idforge generator showed 0.00. Without it, the loser retries at once with the
+// value it found, as a plain CAS cell does.
 
 /// Why `take`'s fast path gave up, and what it had read.
 pub(crate) enum Retry {
     /// Decide again from here: `last` as read (or as a lost CAS found it), `now` as read,
-    /// `fresh` whether `now` was read after `last` was seen, `lost` the CASes lost so far.
-    From {
-        last: u64,
-        now: u64,
-        fresh: bool,
-        lost: u32,
-    },
+    /// `fresh` whether `now` was read after `last` was seen.
+    From { last: u64, now: u64, fresh: bool },
     /// The stamp was issued, and the cell's check after issuing failed.
     Failed(Box<Error>),
 }
@@ -779,18 +759,23 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
 
     /// `take`'s fast path: the common case of `step`, a stamp within the clock's tick (or within
     /// the lead `RunAhead` allows) that fits the stamp and the ceiling and wins its CAS. It
-    /// decides nothing `step` would decide otherwise (a subset of its `Take` cases, on a fresh
-    /// reading); everything else (a lost CAS, a wait, a clock behind, an error, a ceiling to
+    /// decides nothing `step` would decide otherwise (a subset of its `Take` cases, sound on a
+    /// reading older than the stamp); everything else (a lost CAS, a wait, a clock behind, an error, a ceiling to
     /// raise) is a [`Retry`] for [`take_retry`](Self::take_retry), with what was read. Kept
     /// small and free of `Error` values, so that a generator's `next` inlines it without a
     /// stack frame: on 2 cores that halved the cost of a Snowflake id on the ticker clock.
     #[inline(always)]
     pub(crate) fn take_fast(&self, n: u64) -> Result<u64, Retry> {
-        // The stamp first, then the clock: every stamp seen was issued from a clock reading no
-        // later than ours (or ran ahead under the policy), so a preempted thread never mistakes
-        // its own old reading for a clock that stepped back.
-        let last = self.cell.load();
+        // The clock first, then the stamp, right before the CAS: the cell's line is held for a
+        // load and a CAS, not across a clock read, which on 2 cores halved the CASes lost to
+        // another thread. The reading may then be older than `last`, so the fast path takes
+        // only what it could take from any reading older than the truth, as a reading reused
+        // after a lost CAS (see `take_slow`): a stamp above `last` (never a repeat) whose tick is
+        // at most the reading's (plus the whole ticks of lead `RunAhead` allows: a lead over an
+        // older reading is a smaller one over the clock). Whatever needs a fresh reading (a
+        // wait, a clock behind) is decided by `take_slow`, which reads the clock again.
         let now = self.clock.now_ns();
+        let last = self.cell.load();
         if let Some(since_epoch) = now.checked_sub(self.tb.epoch_ns) {
             let cb = self.tb.counter_bits;
             let now_tick = since_epoch / self.tick;
@@ -808,15 +793,11 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
                             Ok(()) => Ok(start),
                             Err(e) => Err(Retry::Failed(Box::new(e))),
                         },
-                        Err(actual) => {
-                            backoff(0, n);
-                            Err(Retry::From {
-                                last: actual,
-                                now,
-                                fresh: false,
-                                lost: 1,
-                            })
-                        }
+                        Err(actual) => Err(Retry::From {
+                            last: actual,
+                            now,
+                            fresh: false,
+                        }),
                     };
                 }
             }
@@ -824,8 +805,7 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
         Err(Retry::From {
             last,
             now,
-            fresh: true,
-            lost: 0,
+            fresh: false,
         })
     }
 
@@ -833,19 +813,13 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
     #[inline(never)]
     pub(crate) fn take_retry(&self, n: u64, retry: Retry) -> Result<u64, Error> {
         match retry {
-            Retry::From {
-                last,
-                now,
-                fresh,
-                lost,
-            } => self.take_slow(n, last, now, fresh, lost),
+            Retry::From { last, now, fresh } => self.take_slow(n, last, now, fresh),
             Retry::Failed(e) => Err(*e),
         }
     }
 
     /// The loop of `take` past its fast path: `last` as read (or as a lost CAS found it), `now`
-    /// as read, `fresh` whether `now` was read after `last` was seen, `lost` the CASes lost so
-    /// far.
+    /// as read, `fresh` whether `now` was read after `last` was seen.
     #[inline]
     fn take_slow(
         &self,
@@ -853,7 +827,6 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
         mut last: u64,
         mut now: u64,
         mut fresh: bool,
-        mut lost: u32,
     ) -> Result<u64, Error> {
         // Whether `now` was read after `last` was seen. After a failed CAS the reading is reused
         // while the stamp it yields lies within the reading's own tick: such a stamp never
@@ -913,8 +886,6 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
                         Err(actual) => {
                             last = actual;
                             fresh = false;
-                            backoff(lost, n);
-                            lost += 1;
                         }
                     }
                 }

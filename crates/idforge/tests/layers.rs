@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// The modules from the bottom up: foundations, then the sequencer and layouts, the stamp cells,
-/// the typed ids and the generator, the schemes, and the decoder on top.
-const ORDER: [&str; 13] = [
+/// the typed ids and the generator, the schemes, the decoder, and the contention measurement on top.
+const ORDER: [&str; 14] = [
     "family",
     "error",
     "time",
@@ -23,6 +23,8 @@ const ORDER: [&str; 13] = [
     "generator",
     "schemes",
     "inspect",
+    // Measures generators shared by threads; pins threads through shm/sys.rs.
+    "contention",
 ];
 
 fn src() -> PathBuf {

@@ -500,3 +500,40 @@ mod tests {
         assert!(crate::shm::process_alive(u64::from(std::process::id())));
     }
 }
+
+/// The CPUs this thread may run on (Linux: its affinity mask; elsewhere, or when it cannot be
+/// read, none, so callers do not pin).
+pub(crate) fn allowed_cpus() -> Vec<usize> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity writes at most
+        // size_of::<cpu_set_t>() bytes into it.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        let r =
+            unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+        if r != 0 {
+            return Vec::new();
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            // SAFETY: CPU_ISSET reads the set within its size.
+            .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+            .collect()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Vec::new()
+    }
+}
+
+/// Pins the calling thread to `cpu` (Linux; a no-op elsewhere, and when it fails).
+pub(crate) fn pin_to_cpu(cpu: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: as in `allowed_cpus`; CPU_SET writes within the set.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+        let _ = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cpu;
+}
