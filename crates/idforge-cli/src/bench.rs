@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use idforge::contention::{measure, Options, Report};
 use idforge::schemes::catalog::{Identity, Kind, NAMES};
 use idforge::schemes::open::{OpenOptions, Opened};
 use idforge::ticker::TickerClock;
@@ -28,6 +29,33 @@ pub struct BenchArgs {
     /// The clock ids take their time from, as `gen --clock`.
     #[arg(long, value_enum, default_value_t = ClockArg::Auto)]
     clock: ClockArg,
+    /// Also share each generator among these numbers of threads (a comma-separated list, e.g.
+    /// `--threads 2,4,8,16`) and report, per count: ids per second, that as a ratio of one
+    /// thread's rate measured the same way, fairness (the fewest ids a thread made in a 25 ms
+    /// window divided by the most; worst and median window) and per-call latency (p50, p99,
+    /// p99.9, max). Threads are pinned to distinct CPUs when there are enough.
+    #[arg(long, value_name = "N,...", value_delimiter = ',', value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: Vec<u16>,
+}
+
+/// One scheme shared by `threads` threads.
+#[derive(Debug, Clone)]
+struct Shared {
+    threads: usize,
+    report: Report,
+    /// The same measurement with one thread: ids per second.
+    one_per_s: f64,
+}
+
+impl Shared {
+    /// Ids per second as a ratio of one thread's (0 when one thread made none).
+    fn vs_one(&self) -> f64 {
+        if self.one_per_s > 0.0 {
+            self.report.per_second() / self.one_per_s
+        } else {
+            0.0
+        }
+    }
 }
 
 /// One scheme's figures.
@@ -40,6 +68,8 @@ struct Row {
     capacity_per_s: Option<f64>,
     /// Where the scheme's ids took their time from.
     clock: ReadBy,
+    /// `--threads`: one entry per count.
+    shared: Vec<Shared>,
 }
 
 /// A clock `bench` reports on.
@@ -102,6 +132,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
             batch_per_s: batch(&g, d)?,
             capacity_per_s: capacity(&kind),
             clock,
+            shared: shared(&g, d, &a.threads),
         });
     }
     if progress {
@@ -122,6 +153,21 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
                     "clock_read_ns": clocks.read_ns(r.clock),
                     "clock_error_ns": clocks.worst(r.clock),
                     "clock_error_p99_ns": clocks.p99(r.clock),
+                    "shared": r.shared.iter().map(|s| serde_json::json!({
+                        "threads": s.threads,
+                        "ids_per_s": s.report.per_second(),
+                        "vs_1_thread": s.vs_one(),
+                        "fairness_worst": s.report.fairness_worst,
+                        "fairness_median": s.report.fairness_median,
+                        "windows": s.report.windows,
+                        "latency_ns": {
+                            "p50": s.report.latency.p50_ns,
+                            "p99": s.report.latency.p99_ns,
+                            "p99_9": s.report.latency.p999_ns,
+                            "max": s.report.latency.max_ns,
+                        },
+                        "errors": s.report.errors,
+                    })).collect::<Vec<_>>(),
                 })
             })
             .collect();
@@ -169,7 +215,92 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
         "(one generator per scheme, in this process, through the command line's generator type; \
          a scheme whose layout caps it per tick waits at its capacity)"
     )?;
+    if !a.threads.is_empty() {
+        write_shared(&mut out, &rows)?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The `--threads` table.
+fn write_shared(out: &mut impl Write, rows: &[Row]) -> anyhow::Result<()> {
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{:<14} {:>7} {:>10} {:>9} {:>7} {:>7} {:>9} {:>9} {:>9} {:>11}",
+        "shared by",
+        "threads",
+        "ids/s",
+        "vs 1 thr",
+        "fair:lo",
+        "median",
+        "p50",
+        "p99",
+        "p99.9",
+        "max"
+    )?;
+    for r in rows {
+        for s in &r.shared {
+            let l = &s.report.latency;
+            writeln!(
+                out,
+                "{:<14} {:>7} {:>10} {:>8.2}x {:>7.2} {:>7.2} {:>9} {:>9} {:>9} {:>11}{}",
+                r.scheme,
+                s.threads,
+                si(s.report.per_second()),
+                s.vs_one(),
+                s.report.fairness_worst,
+                s.report.fairness_median,
+                duration_words(l.p50_ns),
+                duration_words(l.p99_ns),
+                duration_words(l.p999_ns),
+                duration_words(l.max_ns),
+                if s.report.errors > 0 {
+                    format!("  {} errors", s.report.errors)
+                } else {
+                    String::new()
+                }
+            )?;
+        }
+    }
+    writeln!(
+        out,
+        "(each generator shared by that many threads calling next() at once; fairness: the \
+         fewest ids a thread made in a 25 ms window divided by the most, 1.00 = even, 0 = a \
+         thread made none; latency: every call, one clock read per call included, also in the \
+         one-thread rate the ratio compares with)"
+    )?;
+    Ok(())
+}
+
+/// Nanoseconds as a short duration: `850 ns`, `12.3 µs`, `4.1 ms`.
+fn duration_words(ns: u64) -> String {
+    match ns {
+        ns if ns >= 1_000_000 => format!("{:.1} ms", ns as f64 / 1e6),
+        ns if ns >= 10_000 => format!("{:.1} µs", ns as f64 / 1e3),
+        ns => format!("{ns} ns"),
+    }
+}
+
+/// `--threads`: the generator shared by each count of threads, and by one for the ratio.
+fn shared(g: &Opened, d: Duration, threads: &[u16]) -> Vec<Shared> {
+    if threads.is_empty() {
+        return Vec::new();
+    }
+    let opts = |threads: usize| Options {
+        threads,
+        duration: d,
+        ..Options::default()
+    };
+    let call = || std::hint::black_box(g.next()).is_ok();
+    let one_per_s = measure(&opts(1), call).per_second();
+    threads
+        .iter()
+        .map(|&t| Shared {
+            threads: usize::from(t),
+            report: measure(&opts(usize::from(t)), call),
+            one_per_s,
+        })
+        .collect()
 }
 
 fn si(v: f64) -> String {

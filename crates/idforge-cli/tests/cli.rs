@@ -1042,6 +1042,55 @@ fn bench_measures_every_named_scheme_and_writes_json() {
     assert!(v[0]["clock_read_ns"].as_f64().unwrap() > 0.0, "{v}");
 }
 
+#[test]
+fn bench_threads_reports_fairness_and_latency_per_thread_count() {
+    let o = idforge(&[
+        "bench",
+        "--duration-ms",
+        "60",
+        "--threads",
+        "2,3",
+        "--json",
+        "snowflake",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let shared = v[0]["shared"].as_array().unwrap();
+    assert_eq!(
+        shared
+            .iter()
+            .map(|s| s["threads"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
+        [2, 3]
+    );
+    for s in shared {
+        assert!(s["ids_per_s"].as_f64().unwrap() > 0.0, "{s}");
+        assert!(s["vs_1_thread"].as_f64().unwrap() > 0.0, "{s}");
+        let worst = s["fairness_worst"].as_f64().unwrap();
+        let median = s["fairness_median"].as_f64().unwrap();
+        assert!(
+            (0.0..=1.0).contains(&worst) && worst <= median && median <= 1.0,
+            "{s}"
+        );
+        assert_eq!(s["windows"], 2, "{s}"); // 60 ms in 25 ms windows: two whole ones
+        let l = &s["latency_ns"];
+        let [p50, p99, p999, max] = ["p50", "p99", "p99_9", "max"].map(|k| l[k].as_u64().unwrap());
+        assert!(
+            0 < p50 && p50 <= p99 && p99 <= p999 && p999 <= max + max / 8,
+            "{s}"
+        );
+        assert_eq!(s["errors"], 0, "{s}");
+    }
+    // The table names the columns; a count of 0 is refused.
+    let o = idforge(&["bench", "--duration-ms", "30", "--threads", "2", "uuid7"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("fair:lo") && text.contains("p99.9"), "{text}");
+    let o = idforge(&["bench", "--threads", "0", "uuid7"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--threads"), "{}", stderr(&o));
+}
+
 /// KSUIDs: 27 base62 characters, sorted, read back by `inspect` with and without the scheme;
 /// the reference README's example decodes to its timestamp and payload.
 #[test]
