@@ -32,6 +32,8 @@ def _child_module(_):
 
 
 def _check(parent_ids, results):
+    # Each task ran in a process of its own (maxtasksperchild=1: a worker exits after one task;
+    # a pool of PROCS workers may otherwise run several tasks in one worker).
     pids = {pid for pid, _ in results}
     assert len(pids) == PROCS and os.getpid() not in pids
     seen = set(parent_ids)
@@ -48,7 +50,7 @@ def test_forked_children_never_repeat_a_generator_s_ids():
     g = idforge.Generator("uuid7")
     INHERITED["g"] = g
     parent = g.take_ints(5000) + [int.from_bytes(g.take_bytes(4096)[-16:], "big")]
-    with mp.get_context("fork").Pool(PROCS) as pool:
+    with mp.get_context("fork").Pool(PROCS, maxtasksperchild=1) as pool:
         results = pool.map(_child_next, range(PROCS), chunksize=1)
     parent += g.take_ints(1000)
     _check(parent, results)
@@ -56,7 +58,7 @@ def test_forked_children_never_repeat_a_generator_s_ids():
 
 def test_forked_children_never_repeat_module_uuid7():
     parent = [idforge.uuid7().int for _ in range(5000)]
-    with mp.get_context("fork").Pool(PROCS) as pool:
+    with mp.get_context("fork").Pool(PROCS, maxtasksperchild=1) as pool:
         results = pool.map(_child_module, range(PROCS), chunksize=1)
     _check(parent, results)
 
@@ -107,7 +109,7 @@ def test_shared_ids_are_ordered_across_processes(state_dir):
         t0 = now()
         v = g.next_int()
         events.append((t0, now(), v))
-    with mp.get_context("fork").Pool(PROCS) as pool:
+    with mp.get_context("fork").Pool(PROCS, maxtasksperchild=1) as pool:
         for out in pool.map(_child_shared, [(path, EACH)] * PROCS, chunksize=1):
             assert all(a[2] < b[2] for a, b in zip(out, out[1:]))
             events.extend(out)
