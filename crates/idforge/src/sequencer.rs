@@ -227,6 +227,42 @@ pub trait StampCell: Send + Sync {
         let _ = (now_ns, stamp);
         Ok(())
     }
+
+    /// Read by the sequencer before each compare-and-swap and handed back to
+    /// [`check_replaced`](StampCell::check_replaced) when the swap succeeds. `HostStamp` reads
+    /// the highest stamp its checks have seen in the file. The default is 0, and compiles away.
+    ///
+    /// ```
+    /// use idforge::StampCell;
+    /// use std::sync::atomic::AtomicU64;
+    /// assert_eq!(AtomicU64::new(7).before_swap(), 0);
+    /// ```
+    #[inline]
+    fn before_swap(&self) -> u64 {
+        0
+    }
+
+    /// Called after a compare-and-swap replaced `replaced` (the stamp the cell held), with what
+    /// [`before_swap`](StampCell::before_swap) returned before it, and before
+    /// [`check_issued`](StampCell::check_issued). A cell that only grows never replaces a value
+    /// below one seen before the swap: `HostStamp` refuses (`Lost`, "was rewound") when it did,
+    /// which catches an older stamp written into the file at the first id after it, however far
+    /// back (the new stamp, from the clock, may be above everything seen). The default accepts,
+    /// and compiles away.
+    ///
+    /// # Errors
+    /// When the stamp must not be returned, as [`check_issued`](StampCell::check_issued).
+    ///
+    /// ```
+    /// use idforge::StampCell;
+    /// use std::sync::atomic::AtomicU64;
+    /// assert!(AtomicU64::new(0).check_replaced(10, 5).is_ok()); // an in-process cell trusts itself
+    /// ```
+    #[inline]
+    fn check_replaced(&self, before: u64, replaced: u64) -> Result<(), Error> {
+        let _ = (before, replaced);
+        Ok(())
+    }
 }
 
 // Memory ordering: Relaxed is enough. The stamp is the only shared datum; no other memory is
@@ -265,6 +301,14 @@ impl<S: StampCell + ?Sized> StampCell for &S {
     fn check_issued(&self, now_ns: u64, stamp: u64) -> Result<(), Error> {
         (**self).check_issued(now_ns, stamp)
     }
+    #[inline]
+    fn before_swap(&self) -> u64 {
+        (**self).before_swap()
+    }
+    #[inline]
+    fn check_replaced(&self, before: u64, replaced: u64) -> Result<(), Error> {
+        (**self).check_replaced(before, replaced)
+    }
 }
 
 impl<S: StampCell + ?Sized> StampCell for std::sync::Arc<S> {
@@ -286,6 +330,14 @@ impl<S: StampCell + ?Sized> StampCell for std::sync::Arc<S> {
     #[inline]
     fn check_issued(&self, now_ns: u64, stamp: u64) -> Result<(), Error> {
         (**self).check_issued(now_ns, stamp)
+    }
+    #[inline]
+    fn before_swap(&self) -> u64 {
+        (**self).before_swap()
+    }
+    #[inline]
+    fn check_replaced(&self, before: u64, replaced: u64) -> Result<(), Error> {
+        (**self).check_replaced(before, replaced)
     }
 }
 
@@ -775,6 +827,7 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
         // older reading is a smaller one over the clock). Whatever needs a fresh reading (a
         // wait, a clock behind) is decided by `take_slow`, which reads the clock again.
         let now = self.clock.now_ns();
+        let before = self.cell.before_swap();
         let last = self.cell.load();
         if let Some(since_epoch) = now.checked_sub(self.tb.epoch_ns) {
             let cb = self.tb.counter_bits;
@@ -789,7 +842,11 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
                     && end <= self.cell.ceiling()
                 {
                     return match self.cell.compare_exchange_weak(last, end) {
-                        Ok(_) => match self.cell.check_issued(now, end) {
+                        Ok(_) => match self
+                            .cell
+                            .check_replaced(before, last)
+                            .and_then(|()| self.cell.check_issued(now, end))
+                        {
                             Ok(()) => Ok(start),
                             Err(e) => Err(Retry::Failed(Box::new(e))),
                         },
@@ -878,8 +935,10 @@ impl<C: Clock, S: StampCell> Sequencer<C, S> {
                         now = read(precise);
                         continue;
                     }
+                    let before = self.cell.before_swap();
                     match self.cell.compare_exchange_weak(last, end) {
                         Ok(_) => {
+                            self.cell.check_replaced(before, last)?;
                             self.cell.check_issued(now, end)?;
                             return Ok(start);
                         }

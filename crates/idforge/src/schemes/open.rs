@@ -200,6 +200,25 @@ impl StampCell for AnyCell {
             AnyCell::External(c) => c.check_issued(now_ns, stamp),
         }
     }
+    #[inline]
+    fn before_swap(&self) -> u64 {
+        match self {
+            AnyCell::Process(c) => c.before_swap(),
+            #[cfg(feature = "host-wide")]
+            AnyCell::Host(c) => c.before_swap(),
+            AnyCell::External(c) => c.before_swap(),
+        }
+    }
+
+    #[inline]
+    fn check_replaced(&self, before: u64, replaced: u64) -> Result<(), Error> {
+        match self {
+            AnyCell::Process(c) => c.check_replaced(before, replaced),
+            #[cfg(feature = "host-wide")]
+            AnyCell::Host(c) => c.check_replaced(before, replaced),
+            AnyCell::External(c) => c.check_replaced(before, replaced),
+        }
+    }
 }
 
 /// Everything a scheme may be opened with. Each kind takes the fields that apply to it and

@@ -513,6 +513,19 @@ impl StampCell for HostStamp {
     }
 
     #[inline]
+    fn before_swap(&self) -> u64 {
+        self.watch.before_swap()
+    }
+
+    #[inline]
+    fn check_replaced(&self, before: u64, replaced: u64) -> Result<(), Error> {
+        match self.watch.check_replaced(before, replaced) {
+            BROKEN_NONE => Ok(()),
+            why => Err(self.lost(why)),
+        }
+    }
+
+    #[inline]
     fn check_issued(&self, now_ns: u64, stamp: u64) -> Result<(), Error> {
         self.usable()?;
         match self

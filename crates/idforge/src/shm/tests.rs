@@ -446,6 +446,39 @@ fn a_rewound_or_rewritten_file_is_refused() {
     fs::remove_dir_all(d).unwrap();
 }
 
+/// An older stamp written far back (below everything a check saw) into a file in use: the
+/// next id's stamp comes from the clock, above the last check's record, so "stamp below the
+/// record" cannot see it; the stamp its compare-and-swap replaced can. Before that check, the
+/// process went on issuing from the rewound cell and repeated the ids of the current tick
+/// (an attack review: up to 295 duplicates across three processes in a second).
+#[test]
+fn a_stamp_written_far_back_is_refused_at_the_first_id_after_it() {
+    use crate::clock::ManualClock;
+    use crate::sequencer::Sequencer;
+    use std::os::unix::fs::FileExt;
+    let d = tmpdir("far-back");
+    let path = d.join("f.state");
+    let ms = 1_000_000;
+    let t = 1_000 * ms;
+    let clock = ManualClock::new(t + 9 * ms / 10);
+    let cell = HostStamp::open(&StateOptions::new(&path), "fp", &tb()).unwrap();
+    let seq = Sequencer::with_cell(clock.clone(), cell, tb(), Policy::DEFAULT).unwrap();
+    assert_eq!(seq.next().unwrap(), 1_000 << 12); // a full check records (T, 0)
+    clock.set(t + 11 * ms / 10);
+    let ours: Vec<u64> = (0..3).map(|_| seq.next().unwrap()).collect();
+    assert_eq!(ours, [1_001 << 12, (1_001 << 12) + 1, (1_001 << 12) + 2]);
+    // Another process writes tick T - 100 into the stamp word (as pwrite would).
+    let f = OpenOptions::new().write(true).open(&path).unwrap();
+    f.write_all_at(&((900u64) << 12).to_ne_bytes(), OFF_STAMP as u64)
+        .unwrap();
+    // The next stamp would be (T + 1, 0) again: refused, and every id after it.
+    let e = seq.next().unwrap_err();
+    assert!(e.to_string().contains("was rewound"), "{e}");
+    clock.set(t + 25 * ms / 10);
+    assert!(seq.next().is_err());
+    fs::remove_dir_all(d).unwrap();
+}
+
 #[test]
 fn a_private_explicit_mode_keeps_the_owner_check() {
     if euid() != 0 {

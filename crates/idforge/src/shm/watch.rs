@@ -118,6 +118,26 @@ impl<W: Word> Watch<W> {
         self.check_now(cell, now_ns, stamp, check_file)
     }
 
+    /// The highest stamp a check recorded, read with `Acquire` before a compare-and-swap: the
+    /// cell then held at least this much before the swap (module docs).
+    #[inline]
+    pub(super) fn before_swap(&self) -> u64 {
+        self.last_check_stamp.load(Ordering::Acquire)
+    }
+
+    /// After a compare-and-swap that replaced `replaced`, with [`before_swap`](Self::before_swap)
+    /// read before it: a replaced stamp below what a check had seen means an older stamp was
+    /// written into the cell (however far back: the stamp installed over it, from the clock, may
+    /// be above everything recorded, and would go on repeating the ids issued since the record).
+    #[inline]
+    pub(super) fn check_replaced(&self, before: u64, replaced: u64) -> u64 {
+        if replaced < before {
+            self.set_broken(BROKEN_REWOUND);
+            return BROKEN_REWOUND;
+        }
+        BROKEN_NONE
+    }
+
     /// Runs `check_file` and the rewind check now, and records this check.
     #[cold]
     pub(super) fn check_now(
@@ -232,27 +252,31 @@ mod loom_model {
         watch: Watch<LoomU64>,
     }
 
-    /// Issues one stamp as the sequencer does (load, CAS to one more, Relaxed), then checks it
-    /// as `HostStamp::check_issued` does. Returns the stamp and the watch's verdict.
+    /// Issues one stamp as the sequencer does (`max(now, last + 1)` by a CAS, Relaxed, with the
+    /// record read before each CAS), then checks it as `HostStamp`'s `check_replaced` and
+    /// `check_issued` do. Returns the stamp and the watch's verdict.
     fn issue(m: &Model, now_ns: u64) -> (u64, u64) {
         let mut last = m.cell.load(Ordering::Relaxed);
         loop {
+            let stamp = now_ns.max(last + 1);
+            let before = m.watch.before_swap();
             match LoomU64::compare_exchange(
                 &m.cell,
                 last,
-                last + 1,
+                stamp,
                 Ordering::Relaxed,
                 Ordering::Relaxed,
             ) {
-                Ok(_) => break,
+                Ok(_) => {
+                    let why = match m.watch.check_replaced(before, last) {
+                        BROKEN_NONE => m.watch.check_issued(&m.cell, now_ns, stamp, || BROKEN_NONE),
+                        why => why,
+                    };
+                    return (stamp, why);
+                }
                 Err(actual) => last = actual,
             }
         }
-        let stamp = last + 1;
-        (
-            stamp,
-            m.watch.check_issued(&m.cell, now_ns, stamp, || BROKEN_NONE),
-        )
     }
 
     /// Every interleaving with at most `bound` preemptions (unbounded, the three-thread model
@@ -324,6 +348,24 @@ mod loom_model {
             other.join().unwrap();
             m.cell.store(1, Ordering::Relaxed); // a copy restored over the file
             assert_eq!(issue(&m, 4).1, BROKEN_REWOUND);
+        });
+    }
+
+    #[test]
+    fn loom_model_a_stamp_written_far_back_is_found_though_the_next_is_above_every_record() {
+        // The next stamp comes from the clock (100), above every record: only the stamp its
+        // CAS replaced (0) tells. Fails without `check_replaced`.
+        check(3, || {
+            let m = model(0, 0);
+            let other = {
+                let m = m.clone();
+                loom::thread::spawn(move || issue(&m, 3))
+            };
+            assert_eq!(issue(&m, 2).1, BROKEN_NONE);
+            assert_eq!(other.join().unwrap().1, BROKEN_NONE);
+            m.cell.store(0, Ordering::Relaxed); // written far back
+            let (stamp, why) = issue(&m, 100);
+            assert_eq!((stamp, why), (100, BROKEN_REWOUND));
         });
     }
 }
