@@ -568,6 +568,14 @@ impl<C: Clock> Sequencer<C, AtomicU64> {
 // of two threads made 0.00-0.09x the ids of the faster one, and single calls took up to 85 ms;
 // on 16 cores every idforge generator showed 0.00. Without it, the loser retries at once with the
 // value it found, as a plain CAS cell does.
+//
+// Not done: a `fetch_add` for stamps within the reading's tick, where every thread's attempt
+// succeeds (fairer than any CAS loop on many cores). Its result is known only after the add: near
+// a tick's end, threads that checked for room and then added can push the cell into the next
+// tick. Under `OnExhausted::Wait` the other threads would then see a stamp ahead of their
+// reading, which `step` takes for a clock that stepped back, and issue ahead of the clock up to
+// `max_lead`: the run-ahead under load that `tests/contention.rs` guards against. It needs a
+// `step` that tells the two apart before it can be used.
 
 /// Why `take`'s fast path gave up, and what it had read.
 pub(crate) enum Retry {
