@@ -56,10 +56,12 @@ fn args() -> Args {
             "--bench" => {}
             "--json" => a.json = true,
             "--ms" => a.ms = it.next().and_then(|v| v.parse().ok()).expect("--ms N"),
-            n => match n.parse() {
-                Ok(n) => a.threads.push(n),
-                Err(_) => {} // cargo's own arguments (filters) are ignored
-            },
+            // Anything else that is not a number (cargo's own arguments, filters) is ignored.
+            n => {
+                if let Ok(n) = n.parse() {
+                    a.threads.push(n);
+                }
+            }
         }
     }
     if a.threads.is_empty() {

@@ -465,42 +465,6 @@ impl<const N: usize> AsciiBuf<N> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn an_exited_child_not_yet_reaped_is_not_alive() {
-        // A lock holder killed inside a mode switch is a zombie until its parent reaps it: the
-        // switch lock must be taken over from it (it answers `kill(pid, 0)` all the same).
-        // SAFETY: the child only calls `_exit`, which is async-signal-safe, as a child of a
-        // multithreaded process (the test harness) must.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0, "fork failed");
-        if pid == 0 {
-            // SAFETY: ends the child at once, running no destructors or atexit handlers.
-            unsafe { libc::_exit(0) };
-        }
-        // Wait (without reaping) until the child has exited.
-        // SAFETY: `siginfo_t` is plain old data: all zeros is a valid value.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: waits for this child's exit, leaving it unreaped (WNOWAIT); `info` is written.
-        let rc = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
-        assert_eq!(rc, 0);
-        assert!(super::process_exists(pid), "kill(pid, 0) sees the zombie");
-        let alive = crate::shm::process_alive(pid as u64);
-        // SAFETY: reaps the child forked above.
-        unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
-        assert!(!alive, "an exited, unreaped child counted as alive");
-        assert!(crate::shm::process_alive(u64::from(std::process::id())));
-    }
-}
-
 /// The CPUs this thread may run on (Linux: its affinity mask; elsewhere, or when it cannot be
 /// read, none, so callers do not pin).
 pub(crate) fn allowed_cpus() -> Vec<usize> {
@@ -536,4 +500,40 @@ pub(crate) fn pin_to_cpu(cpu: usize) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = cpu;
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_exited_child_not_yet_reaped_is_not_alive() {
+        // A lock holder killed inside a mode switch is a zombie until its parent reaps it: the
+        // switch lock must be taken over from it (it answers `kill(pid, 0)` all the same).
+        // SAFETY: the child only calls `_exit`, which is async-signal-safe, as a child of a
+        // multithreaded process (the test harness) must.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            // SAFETY: ends the child at once, running no destructors or atexit handlers.
+            unsafe { libc::_exit(0) };
+        }
+        // Wait (without reaping) until the child has exited.
+        // SAFETY: `siginfo_t` is plain old data: all zeros is a valid value.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waits for this child's exit, leaving it unreaped (WNOWAIT); `info` is written.
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        assert_eq!(rc, 0);
+        assert!(super::process_exists(pid), "kill(pid, 0) sees the zombie");
+        let alive = crate::shm::process_alive(pid as u64);
+        // SAFETY: reaps the child forked above.
+        unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
+        assert!(!alive, "an exited, unreaped child counted as alive");
+        assert!(crate::shm::process_alive(u64::from(std::process::id())));
+    }
 }
