@@ -100,6 +100,67 @@ impl<T> OrRaise<T> for Result<T, idforge::Error> {
     }
 }
 
+/// What a state file error adds when the file was not asked for: why there is one, and the ways
+/// out.
+const SHARED_HINT: &str = "(idforge keeps each scheme's sequence in a state file shared by \
+     every process of the host unless told otherwise, so that workers and forked children never \
+     repeat ids: set IDFORGE_STATE_DIR to a private directory you can write, or keep the sequence \
+     in this process with shared=False or IDFORGE_SHARED=0, where processes started separately \
+     can repeat each other's ids)";
+
+trait OrRaiseShared<T> {
+    /// As `or_raise`, for a host-wide generator nobody asked for: a state file error says why
+    /// there is a file and how to do without it.
+    fn or_raise_shared(self, py: Python<'_>) -> PyResult<T>;
+}
+
+impl<T> OrRaiseShared<T> for Result<T, idforge::Error> {
+    fn or_raise_shared(self, py: Python<'_>) -> PyResult<T> {
+        self.map_err(|e| {
+            let hint = matches!(e, idforge::Error::StateFile(_));
+            let err = raise(py, e);
+            if hint {
+                let v = err.value(py);
+                if let Ok(msg) = v.str() {
+                    let text = format!("{msg} {SHARED_HINT}");
+                    let _ = v.setattr("args", (text,));
+                }
+            }
+            err
+        })
+    }
+}
+
+/// Whether generators of `kind` are host-wide when `shared` is not given: every kind that can
+/// keep its stamp in a state file (`Kind::host_wide`: not Locality, kept apart by pid and MAC,
+/// nor UUIDv4, nor the legacy uProtocol v8 singleton), unless `IDFORGE_SHARED` says `0`,
+/// `false`, `no` or `off` (`1`, `true`, `yes`, `on` or unset: shared).
+fn shared_by_default(kind: &Kind) -> PyResult<bool> {
+    if !kind.host_wide() {
+        return Ok(false);
+    }
+    match std::env::var("IDFORGE_SHARED") {
+        Err(_) => Ok(true),
+        Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
+            "" | "1" | "true" | "yes" | "on" => Ok(true),
+            "0" | "false" | "no" | "off" => Ok(false),
+            other => Err(PyValueError::new_err(format!(
+                "IDFORGE_SHARED={other:?}: use 1 (each scheme's sequence shared by the host's \
+                 processes, the default) or 0 (kept in each process)"
+            ))),
+        },
+    }
+}
+
+/// The file `idforge gen --shared` uses: `$IDFORGE_STATE`, else the scheme's file under
+/// `$IDFORGE_STATE_DIR` or `~/.local/state/idforge`.
+fn shared_path(kind: &Kind, opts: &OpenOptions) -> Result<PathBuf, idforge::Error> {
+    match std::env::var_os("IDFORGE_STATE").filter(|v| !v.is_empty()) {
+        Some(p) => Ok(p.into()),
+        None => kind.default_state_path(opts),
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Fast `uuid.UUID` objects
 
@@ -461,7 +522,7 @@ fn clock_choice(s: &str) -> PyResult<ClockChoice> {
 #[pymethods]
 impl PyGenerator {
     #[new]
-    #[pyo3(signature = (scheme, node=None, *, shared=false, state=None, clock="auto", policy=None,
+    #[pyo3(signature = (scheme, node=None, *, shared=None, state=None, clock="auto", policy=None,
         layout=None, format=None, prefix=None, host_digits=None, at=None, fast_random=false,
         durable=false, state_mode=None, pid=None, mac_fragment=None, sequential=false))]
     #[allow(clippy::too_many_arguments)]
@@ -469,7 +530,7 @@ impl PyGenerator {
         py: Python<'_>,
         scheme: &str,
         node: Option<u64>,
-        shared: bool,
+        shared: Option<bool>,
         state: Option<PathBuf>,
         clock: &str,
         policy: Option<PyPolicy>,
@@ -533,15 +594,27 @@ impl PyGenerator {
             }
             opts.policy = Some(base);
         }
-        if shared || state.is_some() {
-            // The same file `idforge gen --shared` uses: --state, else IDFORGE_STATE, else the
-            // scheme's default path under the default state directory.
+        if shared == Some(true) && at.is_some() && state.is_none() {
+            // As `idforge gen --at --shared`: a fixed clock's stamps on the file wall-clock
+            // processes use would leave them behind it (refused until the file is deleted).
+            return Err(PyValueError::new_err(
+                "at= with shared=True needs a state file of its own: add state=PATH (not the file \
+                 wall-clock generators use)",
+            ));
+        }
+        // Host-wide unless asked otherwise: processes started separately (workers of gunicorn,
+        // uWSGI, Celery, multiprocessing) and children that first use a generator after a fork
+        // then draw from one sequence. A fixed clock (`at`) is for reproducible ids: in-process
+        // unless given a state file.
+        let implicit = shared.is_none() && state.is_none();
+        let shared = match shared {
+            Some(s) => s || state.is_some(),
+            None => state.is_some() || (at.is_none() && shared_by_default(&kind)?),
+        };
+        if shared {
             let path = match state {
                 Some(p) => p,
-                None => match std::env::var_os("IDFORGE_STATE").filter(|v| !v.is_empty()) {
-                    Some(p) => p.into(),
-                    None => kind.default_state_path(&opts).or_raise(py)?,
-                },
+                None => shared_path(&kind, &opts).or_raise(py)?,
             };
             let mut st = StateOptions::new(path);
             if let Some(m) = state_mode {
@@ -551,12 +624,16 @@ impl PyGenerator {
             opts.state = Some(st);
         } else if durable || state_mode.is_some() {
             return Err(PyValueError::new_err(
-                "durable and state_mode apply to host-wide generators: add shared=True",
+                "durable and state_mode apply to host-wide generators: leave out shared=False",
             ));
         }
         // Opening may create and check a state file, or start the ticker's thread.
-        py.detach(|| PyGenerator::open(&kind, &opts, format, prefix))
-            .or_raise(py)
+        let opened = py.detach(|| PyGenerator::open(&kind, &opts, format, prefix));
+        if implicit && shared {
+            opened.or_raise_shared(py)
+        } else {
+            opened.or_raise(py)
+        }
     }
 
     /// The next id: a `uuid.UUID` for UUID schemes, an int for schemes written in decimal, a
@@ -711,8 +788,11 @@ impl PyGenerator {
 // ---------------------------------------------------------------------------------------------
 // Module-level functions: one process-wide generator per scheme
 
-static DEFAULTS: [PyOnceLock<Py<PyGenerator>>; 6] = [const { PyOnceLock::new() }; 6];
+static DEFAULTS: [PyOnceLock<Py<PyGenerator>>; 7] = [const { PyOnceLock::new() }; 7];
 
+/// The module functions' generator of `scheme`, opened on first use in this process: host-wide
+/// as `Generator(scheme)` (a worker that first calls `idforge.uuid7()` after a fork, or one
+/// started separately, shares the sequence of the others), in-process with `IDFORGE_SHARED=0`.
 fn default_gen<'py>(
     py: Python<'py>,
     slot: usize,
@@ -720,7 +800,15 @@ fn default_gen<'py>(
 ) -> PyResult<&'py Bound<'py, PyGenerator>> {
     let g = DEFAULTS[slot].get_or_try_init(py, || {
         let kind = Kind::from_name(scheme, None).or_raise(py)?;
-        let g = PyGenerator::open(&kind, &OpenOptions::default(), None, None).or_raise(py)?;
+        let mut opts = OpenOptions::default();
+        let g = if shared_by_default(&kind)? {
+            let path = shared_path(&kind, &opts).or_raise_shared(py)?;
+            opts.state = Some(StateOptions::new(path));
+            py.detach(|| PyGenerator::open(&kind, &opts, None, None))
+                .or_raise_shared(py)?
+        } else {
+            PyGenerator::open(&kind, &opts, None, None).or_raise(py)?
+        };
         Py::new(py, g)
     })?;
     Ok(g.bind(py))
@@ -732,14 +820,15 @@ fn default_gen<'py>(
 /// 7
 #[pyfunction]
 fn uuid7(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    std_uuid(py, idforge::uuid7().or_raise(py)?.as_u128())
+    let id = default_gen(py, 6, "uuid7")?.get().g.next().or_raise(py)?;
+    std_uuid(py, id)
 }
 
 /// A UUIDv7 as an `idforge.UUID` (`idforge.native.uuid7`).
 #[pyfunction]
 fn uuid7_native(py: Python<'_>) -> PyResult<PyUuid> {
     Ok(PyUuid {
-        value: idforge::uuid7().or_raise(py)?.as_u128(),
+        value: default_gen(py, 6, "uuid7")?.get().g.next().or_raise(py)?,
     })
 }
 

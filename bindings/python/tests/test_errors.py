@@ -38,8 +38,11 @@ def test_setting_not_applicable():
         idforge.Generator("uuid4", shared=True)
     with pytest.raises(ValueError):
         idforge.Generator("uuid7", clock="sundial")
+    # Durable mode and a file mode need a state file: not with shared=False.
     with pytest.raises(ValueError):
-        idforge.Generator("uuid7", durable=True)
+        idforge.Generator("uuid7", durable=True, shared=False)
+    with pytest.raises(ValueError):
+        idforge.Generator("uuid7", state_mode=0o600, shared=False)
 
 
 def test_foreign_state_file_is_refused(state_dir):

@@ -1,10 +1,11 @@
 """idforge: unique ids from idforge's Rust engine, in-process.
 
 UUIDv7, ULID, TypeID, Snowflake, Sonyflake, TSID, ObjectId, XID, nanots, Locality UUID and
-custom bit layouts, from one lock-free sequencer. Ids never repeat after ``os.fork()`` (the
-sequencer's stamp lives in memory a forked child shares with its parent), and with
-``shared=True`` every process of the host that opens the same scheme and node, Python or Rust
-or ``idforge gen --shared``, draws from one sequence (a memory-mapped state file).
+custom bit layouts, from one lock-free sequencer. Every process of the host that opens the same
+scheme and node, Python or Rust or ``idforge gen --shared``, draws from one sequence (a
+memory-mapped state file, the default): forked children, gunicorn, uWSGI and Celery workers and
+``multiprocessing`` workers never repeat each other's ids, whenever they first make one.
+``shared=False`` (or ``IDFORGE_SHARED=0``) keeps a generator's sequence in its process.
 
 >>> import idforge
 >>> u = idforge.uuid7()                 # a uuid.UUID

@@ -51,9 +51,11 @@ class Generator:
 
     ``node``: the node id of schemes with a node field (snowflake, sonyflake, global-id, ...),
     the tag of nanots, the host id of nanots-host; idforge never picks one.
-    ``shared=True``: the stamp lives in the host-wide state file ``idforge gen --shared`` uses
-    (``state``, else ``$IDFORGE_STATE``, else the scheme's file under ``$IDFORGE_STATE_DIR`` or
-    ``~/.local/state/idforge``); every process opening it draws from one sequence.
+    ``shared`` (default: host-wide for every scheme with a stamp, unless ``at`` is given or
+    ``$IDFORGE_SHARED`` is ``0``): the stamp lives in the host-wide state file ``idforge gen
+    --shared`` uses (``state``, else ``$IDFORGE_STATE``, else the scheme's file under
+    ``$IDFORGE_STATE_DIR`` or ``~/.local/state/idforge``); every process opening it draws from
+    one sequence. ``shared=False`` keeps it in this process (and children forked after).
     ``clock``: ``"auto"``, ``"precise"``, ``"counter"`` or ``"ticker"``. ``at``: a fixed
     clock at this RFC 3339 time. ``format``/``prefix``: ``next()`` returns text in this format
     (``"dec"``, ``"hex"``, ``"base32"``, ``"uuid"``, ``"ulid"``, ``"xid"``, ``"typeid"``,
@@ -69,7 +71,7 @@ class Generator:
         scheme: str,
         node: Optional[int] = None,
         *,
-        shared: bool = False,
+        shared: Optional[bool] = None,
         state: Optional[Union[str, os.PathLike[str]]] = None,
         clock: str = "auto",
         policy: Optional[Policy] = None,
