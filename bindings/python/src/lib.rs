@@ -487,7 +487,13 @@ impl PyGenerator {
 
     /// `n` ids in an owned buffer, with the GIL released for large batches.
     fn ids(&self, py: Python<'_>, n: u64) -> PyResult<Vec<u128>> {
-        let mut v = Vec::with_capacity(usize::try_from(n).unwrap_or(0));
+        // The room for `n` ids is asked for, not assumed: a count too large for memory raises
+        // (ValueError past the address space, MemoryError past what the allocator gives)
+        // instead of aborting the interpreter or panicking.
+        // A Python int and its place in a list take about 48 bytes more than the id itself.
+        let count = fits_in_memory(n, 64)?;
+        let mut v: Vec<u128> = Vec::new();
+        v.try_reserve_exact(count).map_err(|_| too_large(n, 64))?;
         let run = |v: &mut Vec<u128>| self.g.take(n, |id| v.push(id));
         if n >= DETACH_AT {
             py.detach(|| run(&mut v)).or_raise(py)?;
@@ -496,6 +502,42 @@ impl PyGenerator {
         }
         Ok(v)
     }
+}
+
+/// The machine's physical memory in bytes (`None` where it cannot be read).
+fn physical_memory() -> Option<u128> {
+    // SAFETY: sysconf reads system configuration values; it has no preconditions.
+    let (pages, size) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    (pages > 0 && size > 0).then(|| pages as u128 * size as u128)
+}
+
+fn too_large(n: u64, per_id: u128) -> PyErr {
+    let need = u128::from(n) * per_id;
+    let gib = |b: u128| b as f64 / f64::from(1u32 << 30);
+    let has = physical_memory().map_or(String::new(), |m| {
+        format!("; this machine has {:.1} GiB", gib(m))
+    });
+    pyo3::exceptions::PyMemoryError::new_err(format!(
+        "{n} ids would take about {:.1} GiB{has}: take fewer at a time (a loop of take_bytes, \
+         or take(n) in chunks)",
+        gib(need)
+    ))
+}
+
+/// `n` as a count whose `per_id` bytes each fit in this machine's memory: a batch that cannot
+/// is refused before it is made (a `MemoryError`, not an aborted interpreter or an allocation
+/// that overcommitted memory lets through and the kernel kills later).
+fn fits_in_memory(n: u64, per_id: u128) -> PyResult<usize> {
+    let need = u128::from(n) * per_id;
+    if need > isize::MAX as u128 || physical_memory().is_some_and(|m| need > m) {
+        return Err(too_large(n, per_id));
+    }
+    usize::try_from(n).map_err(|_| too_large(n, per_id))
 }
 
 fn int_of(py: Python<'_>, id: u128) -> PyResult<Bound<'_, PyAny>> {
@@ -618,6 +660,13 @@ impl PyGenerator {
             };
             let mut st = StateOptions::new(path);
             if let Some(m) = state_mode {
+                // As `idforge gen --state-mode`: permission bits only (no setuid, setgid or
+                // sticky bit, nothing above them).
+                if m > 0o777 {
+                    return Err(PyValueError::new_err(format!(
+                        "state_mode {m:#o} is not permission bits: use 0o600 or 0o660, at most 0o777"
+                    )));
+                }
                 st = st.shared_mode(m);
             }
             st.durable = durable;
@@ -696,10 +745,7 @@ impl PyGenerator {
     /// the ids are made (from 4096 ids on).
     fn take_bytes<'py>(&self, py: Python<'py>, n: u64) -> PyResult<Bound<'py, PyBytes>> {
         let w = self.width;
-        let len = usize::try_from(n)
-            .ok()
-            .and_then(|n| n.checked_mul(w))
-            .ok_or_else(|| PyValueError::new_err(format!("{n} ids do not fit in memory")))?;
+        let len = fits_in_memory(n, w as u128)? * w;
         PyBytes::new_with(py, len, |buf: &mut [u8]| {
             let fill = |buf: &mut [u8]| {
                 let mut chunks = buf.chunks_exact_mut(w);

@@ -75,3 +75,38 @@ def test_a_policy_with_a_fixed_clock_is_refused():
     with pytest.raises(idforge.ConfigError) as e:
         idforge.Generator("uuid7", at="2100-01-01T00:00:00Z", policy=idforge.Policy(max_lead=1.0))
     assert e.value.kind == "NotApplicable"
+
+
+@pytest.mark.parametrize(
+    "call,n",
+    [("take", 10**10), ("take_ints", 2**40), ("take", 2**61), ("take_bytes", 10**12), ("take_bytes", 2**63)],
+)
+def test_a_batch_too_large_for_memory_is_a_memory_error_not_an_abort(call, n):
+    # Before: take(10**10) and take_ints(2**40) aborted the interpreter (SIGABRT), take(2**61)
+    # raised PanicException, a BaseException that `except Exception` misses.
+    g = idforge.Generator("uuid7", shared=False)
+    with pytest.raises(MemoryError, match="take fewer at a time"):
+        getattr(g, call)(n)
+    assert g.next_int() > 0  # the generator is still fine
+    with pytest.raises(OverflowError):
+        g.take(2**64)  # not a u64 at all: Python's own error for the argument
+    with pytest.raises(OverflowError):
+        g.take(-1)
+
+
+def test_inspect_never_reads_an_int_or_bytes_as_another_base():
+    # Before: the decimal digits of 123456 were read as hex (1193046), b"\x01\x02" gave 600.
+    for value in (123456, b"\x01\x02"):
+        with pytest.raises(idforge.ParseError, match="is a value, not text"):
+            idforge.inspect(value, "snowflake", format="hex")
+    assert idforge.inspect(123456, "snowflake").value == 123456
+    assert idforge.inspect(b"\x01\x02", "snowflake").value == 258
+    assert idforge.inspect(123456, "snowflake", format="dec").value == 123456
+
+
+def test_state_mode_is_permission_bits_only(state_dir):
+    for mode in (0o4600, 0o2660, 0o1000000):
+        with pytest.raises(ValueError, match="not permission bits"):
+            idforge.Generator("uuid7", shared=True, state_mode=mode)
+    g = idforge.Generator("uuid7", shared=True, state_mode=0o600)
+    assert g.state_path is not None

@@ -131,6 +131,16 @@ class Decoded:
         return None if self.unix_ns is None else self.unix_ns // 1_000_000
 
 
+def _as_value(kind: str, format: Optional[str]) -> None:
+    # An int or bytes is a value, written here in decimal: a format saying how text is written
+    # would read those digits as another base (123456 as hex is 1193046), a made-up answer.
+    if format is not None and format != "dec":
+        raise ParseError(
+            f"format={format!r} says how id text is written; {kind} is a value, not text: "
+            f"pass the id's text instead, or leave format out"
+        )
+
+
 def _as_text(id: Any, scheme: Optional[str], format: Optional[str]) -> Tuple[str, Optional[str]]:
     if isinstance(id, str):
         return id, format
@@ -140,13 +150,15 @@ def _as_text(id: Any, scheme: Optional[str], format: Optional[str]) -> Tuple[str
         raw = bytes(id)
         if len(raw) == 16 and scheme is None:
             return str(_uuid.UUID(bytes=raw)), format
-        return str(int.from_bytes(raw, "big")), format or "dec"
+        _as_value("bytes", format)
+        return str(int.from_bytes(raw, "big")), "dec"
     if isinstance(id, int) and not isinstance(id, bool):
         if scheme is None:
             if 0 <= id < 1 << 128:
                 return str(_uuid.UUID(int=id)), format
             raise ParseError(f"{id} is not a 128-bit value: integers are decoded as UUIDs unless a scheme is named")
-        return str(id), format or "dec"
+        _as_value("an int", format)
+        return str(id), "dec"
     raise TypeError(f"inspect() takes id text, an int, bytes or a UUID, not {type(id).__name__}")
 
 
