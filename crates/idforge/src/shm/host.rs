@@ -422,6 +422,17 @@ impl HostStamp {
         })
     }
 
+    /// A swap replaced a stamp below what a check had recorded: the file was rewound, unless it
+    /// was truncated (the SIGBUS guard's private page reads as zeros), which is named as such.
+    #[cold]
+    fn replaced_below_the_record(&self, before: u64, replaced: u64) -> Result<(), Error> {
+        self.usable()?;
+        match self.watch.check_replaced(before, replaced) {
+            BROKEN_NONE => Ok(()),
+            why => Err(self.lost(why)),
+        }
+    }
+
     /// Checks now that the path still names the mapped file, whole.
     ///
     /// # Errors
@@ -519,10 +530,10 @@ impl StampCell for HostStamp {
 
     #[inline]
     fn check_replaced(&self, before: u64, replaced: u64) -> Result<(), Error> {
-        match self.watch.check_replaced(before, replaced) {
-            BROKEN_NONE => Ok(()),
-            why => Err(self.lost(why)),
+        if replaced >= before {
+            return Ok(());
         }
+        self.replaced_below_the_record(before, replaced)
     }
 
     #[inline]
