@@ -113,6 +113,9 @@ fn every_console_example_prints_what_the_docs_show() {
             .env("PATH", &path)
             .env("HOME", &home)
             .env("XDG_STATE_HOME", home.join("state"))
+            // The command line takes the home directory from the password database, not HOME:
+            // without this the examples' `--shared` ids went into the user's own state files.
+            .env("IDFORGE_STATE_DIR", home.join("state").join("idforge"))
             .env_remove("IDFORGE_NODE")
             .env_remove("IDFORGE_LOG")
             .output()
