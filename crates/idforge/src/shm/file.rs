@@ -14,7 +14,19 @@ use crate::error::{Error, StateFileError};
 
 /// The lock a state file's creators hold on its directory; released on drop.
 pub(super) struct DirectoryLock {
-    _dir: File,
+    dir: File,
+}
+
+impl Drop for DirectoryLock {
+    /// Unlocks before the descriptor closes. An `flock` belongs to the open file description,
+    /// which a child forked meanwhile (by another thread, while this one created a file) shares:
+    /// closing only this process's descriptor left the lock held for the child's whole life, and
+    /// every creator on the host then waited up to two minutes for it (an attack review: a first
+    /// `idforge.uuid7()` in another process took 25 s, then 120 s and an error). Unlocking
+    /// releases it for every holder of the description.
+    fn drop(&mut self) {
+        let _ = sys::flock(&self.dir, libc::LOCK_UN);
+    }
 }
 
 /// The longest an opener waits for the directory's lock, whoever holds it.
@@ -40,9 +52,11 @@ pub(super) fn lock_directory(dir: &Path, patience: Duration) -> Result<Directory
                 .metadata()
                 .ok()
                 .and_then(|m| lock_holder(m.dev(), m.ino()));
+            // A holder whose state cannot be read ('?': it exited, and the lock lives on in a
+            // descriptor another process inherited) is not known to run: not waited for.
             let running = holder
                 .as_ref()
-                .is_some_and(|(_, state)| !matches!(state, 'T' | 't' | 'Z' | 'X'));
+                .is_some_and(|(_, state)| !matches!(state, 'T' | 't' | 'Z' | 'X' | '?'));
             if !running || waited > LOCK_LIMIT {
                 return Err(busy(dir, holder, waited));
             }
@@ -50,12 +64,16 @@ pub(super) fn lock_directory(dir: &Path, patience: Duration) -> Result<Directory
         }
         std::thread::sleep(Duration::from_millis(1));
     }
-    Ok(DirectoryLock { _dir: f })
+    Ok(DirectoryLock { dir: f })
 }
 
 #[cold]
 fn busy(dir: &Path, holder: Option<(u32, char)>, waited: Duration) -> Error {
     let (holder, fix) = match holder {
+        Some((pid, '?')) => (
+            format!("process {pid}, gone (a process it forked may hold the lock)"),
+            "Find the holder with `fuser` or `lsof` on the directory, and end it".to_string(),
+        ),
         Some((pid, state)) => {
             let what = match state {
                 'T' | 't' => "stopped",

@@ -479,6 +479,39 @@ fn a_stamp_written_far_back_is_refused_at_the_first_id_after_it() {
     fs::remove_dir_all(d).unwrap();
 }
 
+/// A child forked (by another thread) while this process held a directory's creation lock
+/// shares the lock's open file description: closing the parent's descriptor alone left the lock
+/// held for the child's life, and every creator on the host waited for it.
+#[test]
+#[allow(unsafe_code)] // fork, kill and waitpid, in a test only
+fn a_creation_lock_held_across_a_fork_is_released_when_the_creator_is_done() {
+    let d = tmpdir("lockfork");
+    let guard = super::file::lock_directory(&d, Duration::from_secs(10)).unwrap();
+    // SAFETY: the child only sleeps and _exits.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        std::thread::sleep(Duration::from_secs(20)); // killed below
+        // SAFETY: leave the child at once.
+        unsafe { libc::_exit(0) };
+    }
+    drop(guard); // the creator is done; the child lives on with its copy of the descriptor
+    let t = std::time::Instant::now();
+    let again = super::file::lock_directory(&d, Duration::from_millis(100));
+    let waited = t.elapsed();
+    // SAFETY: reap the child.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+        libc::waitpid(pid, std::ptr::null_mut(), 0);
+    }
+    assert!(again.is_ok(), "the lock stayed with the child: {:?}", again.err());
+    // Held by the child, the lock would be refused after the 100 ms patience only once the
+    // holder is found not running, or waited for up to the child's 20 s.
+    assert!(waited < Duration::from_secs(10), "waited {waited:?} for a lock nobody used");
+    drop(again);
+    fs::remove_dir_all(d).unwrap();
+}
+
 #[test]
 fn a_private_explicit_mode_keeps_the_owner_check() {
     if euid() != 0 {
