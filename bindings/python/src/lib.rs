@@ -117,7 +117,13 @@ trait OrRaiseShared<T> {
 impl<T> OrRaiseShared<T> for Result<T, idforge::Error> {
     fn or_raise_shared(self, py: Python<'_>) -> PyResult<T> {
         self.map_err(|e| {
-            let hint = matches!(e, idforge::Error::StateFile(_));
+            use idforge::StateFileError as S;
+            let hint = matches!(
+                e,
+                idforge::Error::StateFile(
+                    S::Io { .. } | S::NoDefaultDir { .. } | S::Untrusted { .. } | S::Busy { .. }
+                )
+            );
             let err = raise(py, e);
             if hint {
                 let v = err.value(py);
@@ -152,12 +158,18 @@ fn shared_by_default(kind: &Kind) -> PyResult<bool> {
     }
 }
 
-/// The file `idforge gen --shared` uses: `$IDFORGE_STATE`, else the scheme's file under
-/// `$IDFORGE_STATE_DIR` or `~/.local/state/idforge`.
-fn shared_path(kind: &Kind, opts: &OpenOptions) -> Result<PathBuf, idforge::Error> {
+/// The file `idforge gen --shared` uses, for `shared=True`: `$IDFORGE_STATE` (absolute), else
+/// the scheme's file under `$IDFORGE_STATE_DIR` or `~/.local/state/idforge`.
+fn shared_path(kind: &Kind, opts: &OpenOptions) -> PyResult<PathBuf> {
     match std::env::var_os("IDFORGE_STATE").filter(|v| !v.is_empty()) {
+        Some(p) if std::path::Path::new(&p).is_relative() => Err(PyValueError::new_err(format!(
+            "IDFORGE_STATE={} is a relative path, which names another file in each working \
+             directory (processes started in different places would not share it, and would \
+             repeat ids): make it absolute",
+            std::path::Path::new(&p).display()
+        ))),
         Some(p) => Ok(p.into()),
-        None => kind.default_state_path(opts),
+        None => Python::attach(|py| kind.default_state_path(opts).or_raise(py)),
     }
 }
 
@@ -618,6 +630,7 @@ impl PyGenerator {
                 },
             ));
         }
+        let policy_given = policy.as_ref().map(|_| ());
         if let Some(p) = policy {
             let mut base = match &kind {
                 Kind::Layout(s) => s.default_policy(),
@@ -648,15 +661,33 @@ impl PyGenerator {
         // uWSGI, Celery, multiprocessing) and children that first use a generator after a fork
         // then draw from one sequence. A fixed clock (`at`) is for reproducible ids: in-process
         // unless given a state file.
+        if shared == Some(false) && state.is_some() {
+            return Err(PyValueError::new_err(
+                "state= names a host-wide state file, and shared=False keeps the sequence in this \
+                 process: give one or the other",
+            ));
+        }
+        // A generator with its own policy or in durable mode stays in its process unless asked:
+        // on the scheme's default file, whose every user must agree on both, it would refuse
+        // (or be refused by) every default generator of the scheme on the host.
         let implicit = shared.is_none() && state.is_none();
         let shared = match shared {
             Some(s) => s || state.is_some(),
-            None => state.is_some() || (at.is_none() && shared_by_default(&kind)?),
+            None => {
+                state.is_some()
+                    || (at.is_none()
+                        && policy_given.is_none()
+                        && !durable
+                        && shared_by_default(&kind)?)
+            }
         };
         if shared {
             let path = match state {
                 Some(p) => p,
-                None => shared_path(&kind, &opts).or_raise(py)?,
+                // The default file of the scheme and node; `IDFORGE_STATE` (one file, as for
+                // `idforge gen --shared`) only for a generator that asked for `shared=True`.
+                None if implicit => kind.default_state_path(&opts).or_raise_shared(py)?,
+                None => shared_path(&kind, &opts)?,
             };
             let mut st = StateOptions::new(path);
             if let Some(m) = state_mode {
@@ -848,7 +879,7 @@ fn default_gen<'py>(
         let kind = Kind::from_name(scheme, None).or_raise(py)?;
         let mut opts = OpenOptions::default();
         let g = if shared_by_default(&kind)? {
-            let path = shared_path(&kind, &opts).or_raise_shared(py)?;
+            let path = kind.default_state_path(&opts).or_raise_shared(py)?;
             opts.state = Some(StateOptions::new(path));
             py.detach(|| PyGenerator::open(&kind, &opts, None, None))
                 .or_raise_shared(py)?

@@ -192,3 +192,56 @@ def test_an_unwritable_state_directory_says_how_to_do_without_one(tmp_path, monk
     with pytest.raises(idforge.StateFileError) as e:
         idforge.Generator("uuid7", shared=True)
     assert "shared=False" not in str(e.value)
+
+
+def test_a_generator_with_its_own_policy_stays_in_its_process_and_poisons_nothing():
+    # On the scheme's default file a policy of its own refused every default generator of the
+    # scheme on the host (and the command line's), until the file was deleted.
+    p = idforge.Policy(on_exhausted="run-ahead", max_lead=0.5)
+    own = idforge.Generator("uuid7", policy=p)
+    assert own.state_path is None
+    assert idforge.Generator("uuid7", durable=False).state_path is not None
+    assert idforge.Generator("uuid7").next_int() > 0
+    # Asked for, it shares the file, and must agree with its other users.
+    with pytest.raises(idforge.StateFileRefusedError, match="policy"):
+        idforge.Generator("uuid7", policy=p, shared=True)
+    with pytest.raises(ValueError, match="leave out shared=False|add shared=True|host-wide"):
+        idforge.Generator("uuid7", durable=True)
+
+
+def test_module_functions_and_implicit_generators_ignore_idforge_state(tmp_path, state_dir):
+    # IDFORGE_STATE names one file (for shared=True, as for `idforge gen --shared`): the
+    # defaults of every other scheme refused it as another scheme's file.
+    one = tmp_path / "one.state"
+    code = (
+        "import idforge; idforge.uuid7(); idforge.nanots(); idforge.ulid(); "
+        "g = idforge.Generator('snowflake', node=7); print(g.state_path); "
+        "print(idforge.Generator('snowflake', node=7, shared=True).state_path)"
+    )
+    env = dict(os.environ, IDFORGE_STATE=str(one))
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    implicit, explicit = r.stdout.split()
+    assert implicit == str(state_dir / "snowflake-node7.state")
+    assert explicit == str(one)
+
+
+def test_relative_state_paths_in_the_environment_are_refused(monkeypatch, tmp_path):
+    # Relative, they named a file per working directory: two processes started in two
+    # directories repeated 69,152 of 600,000 stamps (an attack review).
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("IDFORGE_STATE_DIR", "state")
+    with pytest.raises(idforge.StateFileError, match="relative path"):
+        idforge.Generator("uuid7")
+    monkeypatch.setenv("IDFORGE_STATE_DIR", str(tmp_path / "abs"))
+    monkeypatch.setenv("IDFORGE_STATE", "uuid7.state")
+    with pytest.raises(ValueError, match="relative path"):
+        idforge.Generator("uuid7", shared=True)
+    assert list(work.iterdir()) == []
+
+
+def test_a_state_file_with_shared_false_is_a_contradiction(state_dir):
+    with pytest.raises(ValueError, match="one or the other"):
+        idforge.Generator("uuid7", state=str(state_dir / "x.state"), shared=False)

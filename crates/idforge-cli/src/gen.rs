@@ -447,6 +447,12 @@ fn state(a: &GenArgs, kind: &Kind, opts: &OpenOptions) -> anyhow::Result<Option<
     let path = match &a.state {
         Some(p) => p.clone(),
         None => match std::env::var_os("IDFORGE_STATE").filter(|v| !v.is_empty()) {
+            Some(p) if std::path::Path::new(&p).is_relative() => usage!(
+                "IDFORGE_STATE={} is a relative path, which names another file in each working \
+                 directory (processes started in different places would not share it, and would \
+                 repeat ids): make it absolute",
+                std::path::Path::new(&p).display()
+            ),
             Some(p) => p.into(),
             None => kind.default_state_path(opts)?,
         },

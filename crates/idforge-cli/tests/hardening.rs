@@ -320,3 +320,36 @@ fn a_custom_layout_that_is_not_time_ordered_needs_order_none() {
         String::from_utf8_lossy(&ok.stderr)
     );
 }
+
+#[test]
+fn a_relative_state_directory_or_file_in_the_environment_is_refused() {
+    // Resolved against each process's working directory, `IDFORGE_STATE_DIR=state` named one
+    // file per directory processes started in: two processes of one scheme in two directories
+    // repeated 69,152 of 600,000 stamps (an attack review).
+    let d = tmpdir("relative");
+    for (var, value) in [("IDFORGE_STATE_DIR", "state"), ("IDFORGE_STATE", "uuid7.state")] {
+        let o = idforge()
+            .current_dir(&d)
+            .env(var, value)
+            .args(["gen", "uuid7", "--shared", "-n", "1"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{var}={value} was used: {err}");
+        assert!(
+            err.contains(&format!("{var}={value} is a relative path")) && err.contains("absolute"),
+            "{err}"
+        );
+    }
+    assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0, "nothing made");
+    // An absolute path is used as before.
+    let abs = d.join("state");
+    let o = idforge()
+        .env("IDFORGE_STATE_DIR", &abs)
+        .args(["gen", "uuid7", "--shared", "-n", "1"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(abs.join("uuid7.state").exists());
+    std::fs::remove_dir_all(d).unwrap();
+}
