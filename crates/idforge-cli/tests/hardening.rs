@@ -327,7 +327,10 @@ fn a_relative_state_directory_or_file_in_the_environment_is_refused() {
     // file per directory processes started in: two processes of one scheme in two directories
     // repeated 69,152 of 600,000 stamps (an attack review).
     let d = tmpdir("relative");
-    for (var, value) in [("IDFORGE_STATE_DIR", "state"), ("IDFORGE_STATE", "uuid7.state")] {
+    for (var, value) in [
+        ("IDFORGE_STATE_DIR", "state"),
+        ("IDFORGE_STATE", "uuid7.state"),
+    ] {
         let o = idforge()
             .current_dir(&d)
             .env(var, value)

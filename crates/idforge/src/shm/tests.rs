@@ -491,7 +491,8 @@ fn a_creation_lock_held_across_a_fork_is_released_when_the_creator_is_done() {
     let pid = unsafe { libc::fork() };
     assert!(pid >= 0);
     if pid == 0 {
-        std::thread::sleep(Duration::from_secs(20)); // killed below
+        // Killed below, long before this ends.
+        std::thread::sleep(Duration::from_secs(20));
         // SAFETY: leave the child at once.
         unsafe { libc::_exit(0) };
     }
@@ -504,10 +505,17 @@ fn a_creation_lock_held_across_a_fork_is_released_when_the_creator_is_done() {
         libc::kill(pid, libc::SIGKILL);
         libc::waitpid(pid, std::ptr::null_mut(), 0);
     }
-    assert!(again.is_ok(), "the lock stayed with the child: {:?}", again.err());
+    assert!(
+        again.is_ok(),
+        "the lock stayed with the child: {:?}",
+        again.err()
+    );
     // Held by the child, the lock would be refused after the 100 ms patience only once the
     // holder is found not running, or waited for up to the child's 20 s.
-    assert!(waited < Duration::from_secs(10), "waited {waited:?} for a lock nobody used");
+    assert!(
+        waited < Duration::from_secs(10),
+        "waited {waited:?} for a lock nobody used"
+    );
     drop(again);
     fs::remove_dir_all(d).unwrap();
 }
