@@ -161,6 +161,28 @@ fn classify(e: &etcd_client::Error, o: &EtcdOptions) -> ConnectError {
                 "etcd at {eps} did not answer plain HTTP/2 ({detail}): if it serves TLS, use https:// endpoints and give the CA certificate"
             ),
         )
+    } else if o.tls()
+        && (low.contains("connection closed")
+            || low.contains("connection reset")
+            || low.contains("broken pipe"))
+    {
+        // Under TLS 1.3 a server that refuses the client's certificate (or its absence) does
+        // so after the client has finished its side of the handshake: whether the client reads
+        // the alert ("certificate required", "bad certificate") or only sees the connection
+        // close depends on timing, and on some machines it is always the close (the TLS test
+        // failed every run on one). A server that was reached and closed the connection on
+        // this client's certificate is not an unreachable one.
+        let what = if o.client_cert.is_some() {
+            "most likely did not accept this client's certificate: check that it is signed by a CA in etcd's --trusted-ca-file and has extended key usage clientAuth"
+        } else {
+            "most likely requires a client certificate (it runs with --client-cert-auth) and none was given: give a client certificate and its key"
+        };
+        (
+            Failure::ClientCertificate,
+            format!(
+                "etcd at {eps} closed the connection right after the TLS handshake ({detail}): it {what}"
+            ),
+        )
     } else {
         (
             Failure::Unreachable,
