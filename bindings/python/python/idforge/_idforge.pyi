@@ -4,15 +4,38 @@ import builtins
 import os
 import pathlib
 import uuid
-from typing import Any, Dict, Iterator, List, Optional, Union
+from typing import Any, Dict, Iterator, List, Optional, Union, final
+
+from typing_extensions import Self, TypeAlias
+
+__all__ = [
+    "Generator",
+    "Policy",
+    "UUID",
+    "uuid7",
+    "uuid7_native",
+    "uuid4",
+    "uuid4_native",
+    "ulid",
+    "uprotocol",
+    "uprotocol_v8",
+    "nanots",
+    "locality",
+    "typeid",
+    "inspect_dict",
+    "scheme_names",
+    "fork_generation",
+    "__version__",
+]
 
 __version__: str
 
+@final
 class UUID:
     """idforge's own immutable UUID: equal to, hashing and ordering like the ``uuid.UUID`` of
     the same value; ``to_uuid()`` converts."""
 
-    def __init__(self, value: Union[str, int, bytes, uuid.UUID, "UUID"]) -> None: ...
+    def __new__(cls, value: Union[str, builtins.int, builtins.bytes, uuid.UUID, "UUID"]) -> Self: ...
     @property
     def int(self) -> builtins.int: ...
     @property
@@ -26,27 +49,29 @@ class UUID:
     def to_uuid(self) -> uuid.UUID: ...
     def __int__(self) -> builtins.int: ...
     def __hash__(self) -> builtins.int: ...
-    def __eq__(self, other: object) -> bool: ...
-    def __lt__(self, other: Union[uuid.UUID, "UUID"]) -> bool: ...
-    def __le__(self, other: Union[uuid.UUID, "UUID"]) -> bool: ...
-    def __gt__(self, other: Union[uuid.UUID, "UUID"]) -> bool: ...
-    def __ge__(self, other: Union[uuid.UUID, "UUID"]) -> bool: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __lt__(self, value: Union[uuid.UUID, "UUID"], /) -> bool: ...
+    def __le__(self, value: Union[uuid.UUID, "UUID"], /) -> bool: ...
+    def __gt__(self, value: Union[uuid.UUID, "UUID"], /) -> bool: ...
+    def __ge__(self, value: Union[uuid.UUID, "UUID"], /) -> bool: ...
 
+@final
 class Policy:
     """What a generator does when a tick's counter runs out (``on_exhausted``: ``"wait"`` or
     ``"run-ahead"``), how far (``max_lead`` seconds) ids may run ahead of the wall clock, and
     what it does when the clock is behind the last id by more (``on_clock_behind``: ``"fail"``
     or ``"wait"``). Unset fields keep the scheme's default."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         on_exhausted: Optional[str] = None,
         max_lead: Optional[float] = None,
         on_clock_behind: Optional[str] = None,
-    ) -> None: ...
+    ) -> Self: ...
 
-Id = Union[uuid.UUID, int, str]
+_Id: TypeAlias = Union[uuid.UUID, int, str]
 
+@final
 class Generator:
     """A generator of any idforge scheme (``idforge.scheme_names()``).
 
@@ -67,8 +92,8 @@ class Generator:
     >>> blob = g.take_bytes(1_000_000)  # 16 MB, big-endian, GIL released
     """
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         scheme: str,
         node: Optional[int] = None,
         *,
@@ -87,20 +112,20 @@ class Generator:
         pid: Optional[int] = None,
         mac_fragment: Optional[int] = None,
         sequential: bool = False,
-    ) -> None: ...
-    def next(self) -> Id:
+    ) -> Self: ...
+    def next(self) -> _Id:
         """The next id: ``uuid.UUID`` for UUID schemes, ``int`` for decimal schemes, ``str``
         for text formats (or when ``format`` was given)."""
     def next_int(self) -> int: ...
     def next_str(self) -> str: ...
     def next_native(self) -> UUID: ...
-    def take(self, n: int) -> List[Id]: ...
+    def take(self, n: int) -> List[_Id]: ...
     def take_ints(self, n: int) -> List[int]: ...
     def take_bytes(self, n: int) -> bytes:
         """``n`` ids, each big-endian in ``width`` bytes; the GIL is released meanwhile."""
-    def format(self, id: Union[Id, UUID]) -> str: ...
-    def __iter__(self) -> Iterator[Id]: ...
-    def __next__(self) -> Id: ...
+    def format(self, id: Union[_Id, UUID]) -> str: ...
+    def __iter__(self) -> Iterator[_Id]: ...
+    def __next__(self) -> _Id: ...
     @property
     def scheme(self) -> str: ...
     @property
