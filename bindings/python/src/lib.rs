@@ -78,12 +78,53 @@ fn error_kind(e: &idforge::Error) -> String {
 
 static ERRORS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 
+/// The library's names for its settings (Rust items) as this package's arguments, most specific
+/// first, so that a message says what to pass here (`state=PATH`), not what a Rust caller sets.
+const SETTINGS: [(&str, &str); 12] = [
+    ("as the `node` setting", "as node=N"),
+    ("give no `node` setting", "leave out node="),
+    (
+        "(`StateOptions::path`, or IDFORGE_STATE_DIR)",
+        "(state=PATH, or IDFORGE_STATE_DIR)",
+    ),
+    ("(`StateOptions::path`)", "(state=PATH)"),
+    (
+        "(`StateOptions::shared_mode`, e.g. 660)",
+        "(state_mode=0o660, for instance)",
+    ),
+    ("`StateOptions::shared_mode`", "state_mode="),
+    (
+        "(`Policy`: `on_exhausted`, `max_lead`, `on_clock_behind`)",
+        "(idforge.Policy: on_exhausted, max_lead, on_clock_behind)",
+    ),
+    ("(`Policy::max_lead`)", "(Policy(max_lead=SECONDS))"),
+    (
+        "(`OnClockBehind::Wait`)",
+        "(Policy(on_clock_behind=\"wait\"))",
+    ),
+    ("for the fixed clock (`at`)", "for the fixed clock (at=)"),
+    ("(Policy::UNBOUNDED)", "(an unbounded lead)"),
+    (
+        "`Scheme::Custom(Layout::parse_spec(spec)?)`",
+        "`Generator(\"custom\", layout=SPEC)`",
+    ),
+];
+
+/// A library message in this package's terms ([`SETTINGS`]).
+fn pythonize(msg: &str) -> String {
+    let mut s = msg.to_string();
+    for (from, to) in SETTINGS {
+        s = s.replace(from, to);
+    }
+    s
+}
+
 /// An idforge error as the exception of its class, with the library's message and `kind`.
 fn raise(py: Python<'_>, e: idforge::Error) -> PyErr {
     let build = || -> PyResult<PyErr> {
         let m = ERRORS.get_or_try_init(py, || py.import("idforge.errors").map(Bound::unbind))?;
         let cls = m.bind(py).getattr(error_class(&e))?;
-        let exc = cls.call1((e.to_string(),))?;
+        let exc = cls.call1((pythonize(&e.to_string()),))?;
         exc.setattr("kind", error_kind(&e))?;
         Ok(PyErr::from_value(exc))
     };
@@ -573,6 +614,31 @@ fn clock_choice(s: &str) -> PyResult<ClockChoice> {
     })
 }
 
+/// The fixed clock's time (`at=`) in Unix nanoseconds: RFC 3339 text, or an aware
+/// `datetime.datetime` (a naive one names no instant, so it is refused, as text without an
+/// offset is).
+fn fixed_at(at: &Bound<'_, PyAny>) -> PyResult<u64> {
+    let py = at.py();
+    if let Ok(text) = at.extract::<String>() {
+        return idforge::time::parse_rfc3339(&text).or_raise(py);
+    }
+    let datetime = py.import("datetime")?.getattr("datetime")?;
+    if !at.is_instance(&datetime)? {
+        return Err(PyTypeError::new_err(format!(
+            "at= takes RFC 3339 text or an aware datetime.datetime, not {}",
+            at.get_type().name()?
+        )));
+    }
+    if at.call_method0("utcoffset")?.is_none() {
+        return Err(PyValueError::new_err(
+            "at= got a naive datetime, which names no instant: give it a time zone \
+             (tzinfo=datetime.timezone.utc)",
+        ));
+    }
+    let text: String = at.call_method0("isoformat")?.extract()?;
+    idforge::time::parse_rfc3339(&text).or_raise(py)
+}
+
 #[pymethods]
 impl PyGenerator {
     #[new]
@@ -592,7 +658,7 @@ impl PyGenerator {
         format: Option<&str>,
         prefix: Option<&str>,
         host_digits: Option<u32>,
-        at: Option<&str>,
+        at: Option<&Bound<'_, PyAny>>,
         fast_random: bool,
         durable: bool,
         state_mode: Option<u32>,
@@ -607,10 +673,7 @@ impl PyGenerator {
             pid,
             mac_fragment,
             sequential,
-            at_ns: at
-                .map(idforge::time::parse_rfc3339)
-                .transpose()
-                .or_raise(py)?,
+            at_ns: at.map(fixed_at).transpose()?,
             clock: clock_choice(clock)?,
             random: if fast_random {
                 RandomSource::Fast

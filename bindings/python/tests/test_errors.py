@@ -53,6 +53,24 @@ def test_foreign_state_file_is_refused(state_dir):
         idforge.Generator("uuid7", state=p)
     assert e.value.kind == "StateFile.Foreign" and "refusing to overwrite it" in str(e.value)
     assert p.read_bytes() == b"not a state file" * 512
+    # The way out in this package's terms, not the Rust library's (`StateOptions::path`).
+    assert "(state=PATH)" in str(e.value) and "::" not in str(e.value)
+
+
+def test_messages_name_python_arguments_not_rust_items(state_dir):
+    p = state_dir / "one.state"
+    idforge.Generator("uuid7", state=p).next()
+    with pytest.raises(idforge.StateFileRefusedError) as e:
+        idforge.Generator("uuid7", state=p, policy=idforge.Policy(on_exhausted="run-ahead"), shared=True)
+    msg = str(e.value)
+    assert "(idforge.Policy: on_exhausted, max_lead, on_clock_behind)" in msg and "(state=PATH)" in msg
+    assert "::" not in msg and "`Policy`" not in msg
+    open_dir = state_dir / "open"
+    open_dir.mkdir()
+    os.chmod(open_dir, 0o777)
+    with pytest.raises(idforge.StateFileError) as e:
+        idforge.Generator("uuid7", state=open_dir / "x.state")
+    assert "::" not in str(e.value) and "(state_mode=0o660, for instance)" in str(e.value), str(e.value)
 
 
 def test_state_file_of_another_scheme_is_refused(state_dir):
@@ -110,3 +128,19 @@ def test_state_mode_is_permission_bits_only(state_dir):
             idforge.Generator("uuid7", shared=True, state_mode=mode)
     g = idforge.Generator("uuid7", shared=True, state_mode=0o600)
     assert g.state_path is not None
+
+
+def test_a_fixed_clock_takes_rfc3339_text_or_an_aware_datetime_only():
+    import datetime as dt
+
+    when = dt.datetime(2024, 5, 1, 12, 0, 0, 123000, tzinfo=dt.timezone(dt.timedelta(hours=2)))
+    a = idforge.Generator("snowflake", node=7, at=when).next()
+    b = idforge.Generator("snowflake", node=7, at="2024-05-01T10:00:00.123Z").next()
+    assert a == b
+    assert idforge.inspect(a, "snowflake").time == when
+    with pytest.raises(ValueError, match="naive datetime"):
+        idforge.Generator("snowflake", node=7, at=dt.datetime(2024, 5, 1))
+    with pytest.raises(TypeError, match="RFC 3339 text or an aware datetime"):
+        idforge.Generator("snowflake", node=7, at=1714557600)
+    with pytest.raises(idforge.ParseError):
+        idforge.Generator("snowflake", node=7, at="yesterday")

@@ -1,6 +1,7 @@
 """Type stubs of the extension module (re-exported by ``idforge``)."""
 
 import builtins
+import datetime
 import os
 import pathlib
 import uuid
@@ -83,7 +84,7 @@ class Generator:
     ``$IDFORGE_STATE_DIR`` or ``~/.local/state/idforge``); every process opening it draws from
     one sequence. ``shared=False`` keeps it in this process (and children forked after).
     ``clock``: ``"auto"``, ``"precise"``, ``"counter"`` or ``"ticker"``. ``at``: a fixed
-    clock at this RFC 3339 time. ``format``/``prefix``: ``next()`` returns text in this format
+    clock at this time (RFC 3339 text or an aware ``datetime``). ``format``/``prefix``: ``next()`` returns text in this format
     (``"dec"``, ``"hex"``, ``"base32"``, ``"uuid"``, ``"ulid"``, ``"xid"``, ``"typeid"``,
     ``"time"``), with this TypeID prefix. ``layout``: the bit layout of scheme ``"custom"``.
 
@@ -105,7 +106,7 @@ class Generator:
         format: Optional[str] = None,
         prefix: Optional[str] = None,
         host_digits: Optional[int] = None,
-        at: Optional[str] = None,
+        at: Optional[Union[str, datetime.datetime]] = None,
         fast_random: bool = False,
         durable: bool = False,
         state_mode: Optional[int] = None,
