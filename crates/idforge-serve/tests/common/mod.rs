@@ -27,8 +27,17 @@ pub fn state_dir() -> PathBuf {
             .unwrap();
         // Set once, before any thread of this test reads it.
         std::env::set_var("IDFORGE_STATE_DIR", &dir);
+        // Removed when the test binary exits (libtest ends with `exit`, which runs atexit
+        // handlers): every run used to leave its directory and state files in /tmp.
+        // SAFETY: registers a plain `extern "C" fn` without arguments, as atexit requires.
+        unsafe { libc::atexit(remove_state_dir) };
     });
     dir
+}
+
+extern "C" fn remove_state_dir() {
+    let dir = std::env::temp_dir().join(format!("idforge-serve-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// A running server; stops when dropped.
