@@ -323,6 +323,9 @@ impl Decoded {
     /// assert!(d.hint().unwrap().contains("scheme `uprotocol`"));
     /// ```
     pub fn hint(&self) -> Option<String> {
+        if self.scheme == "ulid" && self.counter.is_some() {
+            return Some(ULID_HINT.into());
+        }
         hint_for(self.version, &self.layouts)
     }
 }
@@ -403,7 +406,9 @@ pub fn inspect(
         None => {
             let looks_uuid = match format {
                 Some(f) => f == Format::Uuid,
-                None => text::looks_like_uuid(trimmed),
+                // Also the 32 hex digits of `uuid.hex` and `Uuid::simple`, when a letter shows
+                // they are not a decimal integer.
+                None => text::looks_like_uuid(trimmed) || simple_uuid_text(trimmed),
             };
             if !looks_uuid {
                 let integer = !trimmed.is_empty() && trimmed.bytes().all(|b| b.is_ascii_digit());
@@ -413,12 +418,21 @@ pub fn inspect(
                         "an integer id does not say which scheme made it; name the scheme (for example scheme `snowflake`)"
                     } else if trimmed.is_empty() {
                         "empty"
+                    } else if trimmed.len() == 26
+                        && trimmed.bytes().all(|b| b.is_ascii_alphanumeric())
+                    {
+                        "26 base32 characters are a ULID, or TypeID text without a prefix (as `idforge gen typeid` writes it): the same text for both, so name the scheme (scheme `ulid` or scheme `typeid`)"
                     } else {
                         "not a UUID nor TypeID text, the only ids that say what made them; for another scheme's id, name the scheme (for example scheme `ulid`, scheme `xid` or scheme `snowflake`)"
                     },
                 ));
             }
-            let value = text::parse(trimmed, 128, Some(Format::Uuid))?;
+            let simple = format.is_none() && simple_uuid_text(trimmed);
+            let value = text::parse(
+                trimmed,
+                128,
+                Some(if simple { Format::Hex } else { Format::Uuid }),
+            )?;
             #[cfg(feature = "locality")]
             if ((value >> 76) & 0xF) as u8 == locality::VERSION && value != u128::MAX {
                 return inspect_locality(input, format);
@@ -432,6 +446,17 @@ pub fn inspect(
         trimmed, &scheme, &layout, value, parts, unix_ns,
     ))
 }
+
+/// The 32 hex digits of a UUID without hyphens (`uuid.hex`, `Uuid::simple`), with at least
+/// one letter: digits only would be a decimal integer as well.
+fn simple_uuid_text(t: &str) -> bool {
+    let b = t.as_bytes();
+    b.len() == 32 && b.iter().all(u8::is_ascii_hexdigit) && b.iter().any(u8::is_ascii_alphabetic)
+}
+
+/// What a ULID's `counter` is: idforge's layout, not the format's (the ULID spec has 80 random
+/// bits after the time), so another generator's ULID has random bits there.
+const ULID_HINT: &str = "the ULID spec defines 48 bits of time and 80 random bits: counter is idforge's layout (the top 16 of those bits, where idforge's generator keeps its counter), and in a ULID made by another generator it is random bits";
 
 /// The [`Decoded`] of a layout scheme's id, its fields checked.
 fn layout_decoded(
@@ -898,7 +923,9 @@ pub fn inspect_uuid(input: &str, trimmed: &str, value: u128) -> Result<Decoded, 
             "the max UUID (RFC 9562 section 5.10): all 128 bits one; no version, no time",
         ));
     }
-    if variant != 0b10 {
+    // A version RFC 9562 does not define has no variant to require (an int such as 123 read as
+    // a UUID is version 0: that is what to say of it).
+    if variant != 0b10 && (1..=8).contains(&version) {
         return Err(Error::WrongVariant {
             input: clip(trimmed),
             scheme: format!("a version {version:x} UUID"),
@@ -1376,6 +1403,83 @@ mod tests {
         let e = inspect("1999999999800000", Some(&Scheme::NanoTs), None).unwrap_err();
         assert!(e.to_string().contains("ambiguous"), "{e}");
         assert!(inspect("17f5d6a8b2c3e400", Some(&Scheme::NanoTs), None).is_ok());
+    }
+
+    #[test]
+    fn text_a_user_meets_reads_or_is_refused_with_the_way_out() {
+        // `uuid.hex` / `Uuid::simple`: 32 hex digits.
+        let d = inspect("017f22e279b07cc398c4dc0c0c07398f", None, None).unwrap();
+        assert_eq!(
+            (d.scheme.as_str(), d.unix_ms()),
+            ("uuid-v7", Some(1_645_557_742_000))
+        );
+        // 32 decimal digits stay an integer that needs its scheme.
+        let e = inspect("12345678901234567890123456789012", None, None).unwrap_err();
+        assert!(e.to_string().contains("name the scheme"), "{e}");
+        // `idforge gen typeid` without a prefix: the same text as a ULID.
+        let e = inspect("01m8gxfzvpe008005k2jj791de", None, None).unwrap_err();
+        assert!(
+            e.to_string().contains("scheme `ulid` or scheme `typeid`"),
+            "{e}"
+        );
+        assert!(inspect("01m8gxfzvpe008005k2jj791de", Some(&Scheme::TypeId), None).is_ok());
+        // 123 as a UUID is version 0: no such version, rather than a variant it lacks.
+        let e = inspect("00000000-0000-0000-0000-00000000007b", None, None).unwrap_err();
+        assert!(
+            e.to_string().contains("version 0 is not a UUID version"),
+            "{e}"
+        );
+        assert!(!e.to_string().contains("variant"), "{e}");
+    }
+
+    #[test]
+    fn a_ulid_s_counter_comes_with_a_hint_that_it_is_idforge_s_layout() {
+        // The ULID spec's own example: its 80 bits after the time are random.
+        let d = inspect("01ARZ3NDEKTSV4RRFFQ69G5FAV", Some(&Scheme::Ulid), None).unwrap();
+        assert_eq!(d.counter, Some(54902));
+        let h = d.hint().expect("a hint");
+        assert!(
+            h.contains("80 random bits") && h.contains("idforge's layout"),
+            "{h}"
+        );
+    }
+
+    #[test]
+    fn digits_of_a_canonical_width_are_ambiguous_for_tsid_and_objectid() {
+        // `idforge gen tsid --node 1 --format dec --at 2020-01-01T00:10:00Z`: 13 digits, the
+        // width of TSID's base32 text; read as base32 it was a made-up 2038 id.
+        let e = inspect("2516582404096", Some(&Scheme::Tsid), None).unwrap_err();
+        assert!(
+            e.to_string().contains("ambiguous") && e.to_string().contains("format `dec`"),
+            "{e}"
+        );
+        let d = inspect("2516582404096", Some(&Scheme::Tsid), Some(Format::Dec)).unwrap();
+        assert_eq!(d.time.as_deref(), Some("2020-01-01T00:10:00.000Z"));
+        assert_eq!(d.node, Some(1));
+        // Base32 text with a letter, and decimal of another width, read as before.
+        assert!(inspect("0SC6VNHCW0400", Some(&Scheme::Tsid), None).is_ok());
+        assert!(inspect("914472257630244864", Some(&Scheme::Tsid), None).is_ok());
+        // `idforge gen objectid --node 1 --format dec --at 1970-01-01T10:00:00Z`: 24 digits,
+        // the width of ObjectId's hex text; read as hex it was a made-up 2024 id.
+        let e = inspect("664082786653543874953216", Some(&Scheme::ObjectId), None).unwrap_err();
+        assert!(e.to_string().contains("ambiguous"), "{e}");
+        let d = inspect(
+            "664082786653543874953216",
+            Some(&Scheme::ObjectId),
+            Some(Format::Dec),
+        )
+        .unwrap();
+        assert_eq!(d.time.as_deref(), Some("1970-01-01T10:00:00Z"));
+        assert_eq!(d.hint(), None);
+        // Hex with a letter is ObjectId's own text.
+        assert!(inspect("507f1f77bcf86cd799439011", Some(&Scheme::ObjectId), None).is_ok());
+        // 24 zeros read as 0 either way: not ambiguous.
+        assert_eq!(
+            inspect("000000000000000000000000", Some(&Scheme::ObjectId), None)
+                .unwrap()
+                .value,
+            0
+        );
     }
 
     #[test]

@@ -267,8 +267,11 @@ impl Inspector {
             ));
         }
         let fast = match &kind {
-            // TypeID and KSUID text have decoders of their own.
-            Some(Kind::Layout(s)) if *s != Scheme::TypeId && *s != Scheme::Ksuid => {
+            // TypeID and KSUID text have decoders of their own; a ULID's line carries a hint
+            // (its counter is idforge's layout), which the general path writes.
+            Some(Kind::Layout(s))
+                if *s != Scheme::TypeId && *s != Scheme::Ksuid && *s != Scheme::Ulid =>
+            {
                 Some(Fast::of(s))
             }
             _ => None,

@@ -308,8 +308,11 @@ impl Scheme {
             Scheme::Ulid => Some(Format::Ulid),
             Scheme::Xid => Some(Format::Xid),
             Scheme::TypeId => Some(Format::TypeId),
-            Scheme::ObjectId if text.trim().len() == 24 => Some(Format::Hex),
-            Scheme::Tsid if text.trim().len() == 13 => Some(Format::Base32),
+            // Text of the canonical width is read in the canonical format, unless it is digits
+            // only: then it reads as decimal too, and the generic reading refuses it as
+            // ambiguous unless both readings agree (a format must be named).
+            Scheme::ObjectId if canonical_not_digits(text, 24) => Some(Format::Hex),
+            Scheme::Tsid if canonical_not_digits(text, 13) => Some(Format::Base32),
             _ => None,
         }
     }
@@ -441,4 +444,10 @@ impl std::str::FromStr for Scheme {
     fn from_str(s: &str) -> Result<Self, Error> {
         Scheme::from_name(s)
     }
+}
+
+/// Text of `width` characters that is not digits only.
+fn canonical_not_digits(text: &str, width: usize) -> bool {
+    let t = text.trim();
+    t.len() == width && !t.bytes().all(|b| b.is_ascii_digit())
 }
