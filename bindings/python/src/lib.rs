@@ -80,7 +80,7 @@ static ERRORS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 
 /// The library's names for its settings (Rust items) as this package's arguments, most specific
 /// first, so that a message says what to pass here (`state=PATH`), not what a Rust caller sets.
-const SETTINGS: [(&str, &str); 12] = [
+const SETTINGS: [(&str, &str); 13] = [
     ("as the `node` setting", "as node=N"),
     ("give no `node` setting", "leave out node="),
     (
@@ -103,6 +103,7 @@ const SETTINGS: [(&str, &str); 12] = [
         "(Policy(on_clock_behind=\"wait\"))",
     ),
     ("for the fixed clock (`at`)", "for the fixed clock (at=)"),
+    ("(`at`)", "(at=)"),
     ("(Policy::UNBOUNDED)", "(an unbounded lead)"),
     (
         "`Scheme::Custom(Layout::parse_spec(spec)?)`",
@@ -635,7 +636,11 @@ fn fixed_at(at: &Bound<'_, PyAny>) -> PyResult<u64> {
              (tzinfo=datetime.timezone.utc)",
         ));
     }
-    let text: String = at.call_method0("isoformat")?.extract()?;
+    // In UTC, through `datetime`'s own methods (not a subclass's): an offset with seconds or
+    // microseconds (`+05:30:15.000007`) is applied to the last microsecond.
+    let utc = py.import("datetime")?.getattr("timezone")?.getattr("utc")?;
+    let in_utc = datetime.call_method1("astimezone", (at, utc))?;
+    let text: String = datetime.call_method1("isoformat", (in_utc,))?.extract()?;
     idforge::time::parse_rfc3339(&text).or_raise(py)
 }
 
@@ -746,6 +751,16 @@ impl PyGenerator {
         };
         if shared {
             let path = match state {
+                // As IDFORGE_STATE: a relative path names another file in each working directory
+                // (workers started in two directories repeated 213,632 of 400,000 ids).
+                Some(p) if p.is_relative() => {
+                    return Err(PyValueError::new_err(format!(
+                        "state={:?} is a relative path: it would name another file in each \
+                         working directory, and processes started in two directories would \
+                         repeat each other's ids; give an absolute path (os.path.abspath)",
+                        p.display().to_string()
+                    )));
+                }
                 Some(p) => p,
                 // The default file of the scheme and node; `IDFORGE_STATE` (one file, as for
                 // `idforge gen --shared`) only for a generator that asked for `shared=True`.
@@ -770,8 +785,12 @@ impl PyGenerator {
                 "durable and state_mode apply to host-wide generators: leave out shared=False",
             ));
         }
-        // Opening may create and check a state file, or start the ticker's thread.
-        let opened = py.detach(|| PyGenerator::open(&kind, &opts, format, prefix));
+        // Opening may create and check a state file, or start the ticker's thread: with the GIL
+        // held, so that no thread of this interpreter forks meanwhile (a child forked while the
+        // ticker's start lock or a state directory's creation was half done waited for ever on
+        // a lock no thread of it would release). Opening takes microseconds; only a state
+        // directory another process is creating at that moment makes it wait (at most 120 s).
+        let opened = PyGenerator::open(&kind, &opts, format, prefix);
         if implicit && shared {
             opened.or_raise_shared(py)
         } else {
@@ -917,6 +936,14 @@ impl PyGenerator {
             Some(v) => v,
             None => id.extract()?,
         };
+        let bits = self.g.bits();
+        if bits < 128 && v >> bits != 0 {
+            // Cut to the width it would be another id: an error, not a wrong answer.
+            return Err(PyValueError::new_err(format!(
+                "{v} does not fit in the {bits} bits of a {} id",
+                self.g.name()
+            )));
+        }
         Ok(self.g.render(v, self.text))
     }
 
@@ -944,8 +971,10 @@ fn default_gen<'py>(
         let g = if shared_by_default(&kind)? {
             let path = kind.default_state_path(&opts).or_raise_shared(py)?;
             opts.state = Some(StateOptions::new(path));
-            py.detach(|| PyGenerator::open(&kind, &opts, None, None))
-                .or_raise_shared(py)?
+            // With the GIL held (see `Generator.__new__`): a thread that forked while this
+            // once-only initialisation had released it left the child's first call waiting for
+            // ever on a once-lock that no thread of the child would finish.
+            PyGenerator::open(&kind, &opts, None, None).or_raise_shared(py)?
         } else {
             PyGenerator::open(&kind, &opts, None, None).or_raise(py)?
         };

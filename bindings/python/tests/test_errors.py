@@ -144,3 +144,39 @@ def test_a_fixed_clock_takes_rfc3339_text_or_an_aware_datetime_only():
         idforge.Generator("snowflake", node=7, at=1714557600)
     with pytest.raises(idforge.ParseError):
         idforge.Generator("snowflake", node=7, at="yesterday")
+
+
+def test_a_relative_state_path_is_refused(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="relative path"):
+        idforge.Generator("snowflake", node=7, state="ids.state")
+    assert not (tmp_path / "ids.state").exists()
+
+
+def test_format_refuses_a_value_wider_than_the_scheme():
+    g = idforge.Generator("snowflake", node=7, shared=False)
+    assert g.format(5) == "5"
+    for v in (2**64 + 5, 2**100):
+        with pytest.raises(ValueError, match="does not fit in the 64 bits"):
+            g.format(v)
+    with pytest.raises(ValueError, match="does not fit"):
+        idforge.Generator("tsid", node=1, shared=False).format(2**70)
+
+
+def test_a_fixed_clock_applies_an_offset_to_the_microsecond_and_ignores_isoformat_overrides():
+    import datetime as dt
+
+    off = dt.timezone(dt.timedelta(hours=5, minutes=30, seconds=15, microseconds=7))
+    when = dt.datetime(2024, 5, 1, 12, 0, 0, 0, tzinfo=off)
+    g = idforge.Generator("nanots", at=when)
+    expected = int((when - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)) / dt.timedelta(microseconds=1)) * 1000
+    # nanots keeps the time to its tick (32 ns); the lost microseconds were 7,000 ns.
+    assert 0 <= expected - g.next() < 64
+
+    class Lying(dt.datetime):
+        def isoformat(self, *a, **k):
+            return "2030-01-01T00:00:00+00:00"
+
+    lie = Lying(2024, 5, 1, tzinfo=dt.timezone.utc)
+    d = idforge.inspect(idforge.Generator("snowflake", node=7, at=lie).next(), "snowflake")
+    assert d.time == dt.datetime(2024, 5, 1, tzinfo=dt.timezone.utc)

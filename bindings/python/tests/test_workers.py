@@ -245,3 +245,44 @@ def test_relative_state_paths_in_the_environment_are_refused(monkeypatch, tmp_pa
 def test_a_state_file_with_shared_false_is_a_contradiction(state_dir):
     with pytest.raises(ValueError, match="one or the other"):
         idforge.Generator("uuid7", state=str(state_dir / "x.state"), shared=False)
+
+
+_FORK_DURING_FIRST_USE = r"""
+import os, sys, threading, time
+import idforge
+
+what = sys.argv[1]
+def first_use():
+    if what == "module":
+        idforge.uuid7(); idforge.nanots()
+    else:
+        idforge.Generator("uuid7", clock="ticker", shared=False).next()
+
+t = threading.Thread(target=first_use)
+t.start()
+time.sleep(float(sys.argv[2]))
+pid = os.fork()
+if pid == 0:
+    import signal
+    signal.alarm(20)  # a child that hangs is killed: the parent sees the signal
+    first_use()
+    os._exit(0)
+t.join()
+_, status = os.waitpid(pid, 0)
+sys.exit(0 if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 else 3)
+"""
+
+
+@pytest.mark.parametrize("what", ["module", "ticker"])
+def test_a_child_forked_while_another_thread_first_uses_idforge_never_hangs(what, tmp_path):
+    # Forks at several moments around another thread's first call: before, during, after the
+    # opening of the generator. A child that inherited a half-done once-lock or start lock
+    # waited for ever (killed by its alarm: exit 3 here).
+    script = tmp_path / "fork_first_use.py"
+    script.write_text(_FORK_DURING_FIRST_USE)
+    for delay in ["0", "0.0002", "0.0005", "0.001", "0.002", "0"]:
+        d = tmp_path / f"state-{what}-{delay}-{time.monotonic_ns()}"
+        d.mkdir(mode=0o700)
+        env = dict(os.environ, IDFORGE_STATE_DIR=str(d))
+        r = subprocess.run([sys.executable, str(script), what, delay], env=env, timeout=120)
+        assert r.returncode == 0, f"{what}, fork after {delay} s: the child hung or failed"
