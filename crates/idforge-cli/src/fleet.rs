@@ -74,6 +74,7 @@ impl EtcdAccess {
             client_key: path(self.etcd_key, "IDFORGE_ETCD_KEY"),
             user: self.etcd_user.or_else(|| env_var("IDFORGE_ETCD_USER")),
             password,
+            namespace: None,
         };
         o.check().map_err(settings)?;
         Ok(o)
@@ -186,7 +187,13 @@ mod with_etcd {
 
     /// Joins the fleet and points `opts` at the leased node id and cell.
     pub fn join(p: &FleetPlan, kind: &Kind, opts: &mut OpenOptions) -> anyhow::Result<Member> {
-        let store = connect(&p.etcd)?;
+        // The connection check reads the namespace's prefix only: a role limited to it is
+        // enough.
+        let etcd = EtcdOptions {
+            namespace: Some(p.namespace.clone()),
+            ..p.etcd.clone()
+        };
+        let store = connect(&etcd)?;
         let mut fo = FleetOptions::new(p.namespace.clone(), kind, opts)?;
         fo.ttl = p.ttl;
         let started = std::time::Instant::now();
@@ -219,7 +226,11 @@ mod with_etcd {
         access: EtcdAccess,
         namespace: &str,
     ) -> anyhow::Result<std::process::ExitCode> {
-        let store = connect(&access.options(split_endpoints(endpoints))?)?;
+        let etcd = EtcdOptions {
+            namespace: Some(namespace.to_string()),
+            ..access.options(split_endpoints(endpoints))?
+        };
+        let store = connect(&etcd)?;
         let scan = idforge_fleet::Store::scan(&store, namespace)?;
         println!(
             "namespace {namespace:?}: {} node ids held, {} used",

@@ -247,6 +247,10 @@ fn a_wrong_password_an_untrusted_certificate_and_no_client_certificate_exit_6_wi
     let dir = c.dir().to_path_buf();
     let wrong = dir.join("wrong.password");
     std::fs::write(&wrong, "not-the-password\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&wrong, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
     let ca = c.ca_cert();
     let other = c.other_ca_cert();
     let cases: Vec<(&str, Vec<OsString>, &[&str])> = vec![

@@ -10,6 +10,51 @@ use std::path::{Path, PathBuf};
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct Password(String);
 
+/// Refuses a credentials file that someone other than this user (or root) could change: a CA
+/// file, client certificate or key swapped by another user lets them answer as etcd, or as this
+/// member, and hand out node ids in use. A secret (a client key, a password file) is refused as
+/// well when everyone may read it; its group may (mode 640), as for the service's tokens file.
+/// Symbolic links are followed (a Kubernetes Secret's files are links).
+///
+/// # Errors
+/// [`Failure::Settings`], naming the file, the problem and the `chmod`/`chown` that fixes it.
+pub fn check_credentials_file(path: &Path, label: &str, secret: bool) -> Result<(), ConnectError> {
+    use std::os::unix::fs::MetadataExt;
+    let refuse = |problem: String| ConnectError::new(Failure::Settings, problem);
+    let meta = std::fs::metadata(path).map_err(|e| {
+        refuse(format!(
+            "cannot read the etcd {label} {}: {e}",
+            path.display()
+        ))
+    })?;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me && meta.uid() != 0 {
+        return Err(refuse(format!(
+            "the etcd {label} {} belongs to uid {}, not to this user ({me}) or root: its owner could replace it; chown it to this user",
+            path.display(),
+            meta.uid()
+        )));
+    }
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o022 != 0 {
+        return Err(refuse(format!(
+            "the etcd {label} {} is writable by {} (mode {mode:04o}): whoever can write it can make this member trust another etcd, or act as it; chmod go-w {}",
+            path.display(),
+            if mode & 0o002 != 0 { "everyone" } else { "its group" },
+            path.display()
+        )));
+    }
+    if secret && mode & 0o004 != 0 {
+        return Err(refuse(format!(
+            "the etcd {label} {} is readable by everyone (mode {mode:04o}): chmod 600 {} (or 640 for a group of readers)",
+            path.display(),
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
 impl Password {
     /// Wraps a password.
     pub fn new(password: impl Into<String>) -> Password {
@@ -21,6 +66,9 @@ impl Password {
     /// # Errors
     /// A file that cannot be read, or that is empty.
     pub fn from_file(path: &Path) -> Result<Password, ConnectError> {
+        if path.exists() {
+            check_credentials_file(path, "password file", true)?;
+        }
         let text = std::fs::read_to_string(path).map_err(|e| {
             // The path is not shown: given the password itself by mistake (the variables
             // IDFORGE_ETCD_PASSWORD and IDFORGE_ETCD_PASSWORD_FILE are easily confused), the
@@ -84,6 +132,11 @@ pub struct EtcdOptions {
     pub user: Option<String>,
     /// The etcd user's password.
     pub password: Option<Password>,
+    /// The namespace this client works in, if one: the connection check then reads only
+    /// `/idforge/<namespace>/`, so a role limited to that prefix is enough (FLEET.md's
+    /// least-privilege role). Without one it reads `/idforge/` (what `idforge fleet` without
+    /// `--namespace` lists).
+    pub namespace: Option<String>,
 }
 
 impl std::fmt::Debug for EtcdOptions {
@@ -95,6 +148,7 @@ impl std::fmt::Debug for EtcdOptions {
             .field("client_key", &self.client_key)
             .field("user", &self.user)
             .field("password", &self.password)
+            .field("namespace", &self.namespace)
             .finish()
     }
 }
@@ -323,6 +377,8 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join("pw");
         std::fs::write(&f, " s3cret \r\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
         assert_eq!(Password::from_file(&f).unwrap().expose(), " s3cret ");
         std::fs::write(&f, "\n").unwrap();
         let e = Password::from_file(&f).unwrap_err();
@@ -330,6 +386,44 @@ mod tests {
         assert!(e.to_string().contains("is empty"), "{e}");
         let e = Password::from_file(&dir.join("missing")).unwrap_err();
         assert!(e.to_string().contains("cannot read the etcd password file"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn credentials_files_others_could_change_or_read_are_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("idforge-cred-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("file");
+        std::fs::write(&f, "secret\n").unwrap();
+        let mode =
+            |m: u32| std::fs::set_permissions(&f, std::fs::Permissions::from_mode(m)).unwrap();
+        // Writable by the group or everyone: refused, secret or not.
+        for m in [0o664, 0o646, 0o620] {
+            mode(m);
+            let e = check_credentials_file(&f, "CA certificate", false).unwrap_err();
+            assert_eq!(e.failure, Failure::Settings);
+            assert!(e.to_string().contains("chmod go-w"), "{m:o}: {e}");
+        }
+        // Readable by everyone: fine for a certificate, refused for a key or a password.
+        mode(0o644);
+        check_credentials_file(&f, "CA certificate", false).unwrap();
+        let e = check_credentials_file(&f, "client key", true).unwrap_err();
+        assert!(
+            e.to_string().contains("readable by everyone") && e.to_string().contains("chmod 600"),
+            "{e}"
+        );
+        let e = Password::from_file(&f).unwrap_err();
+        assert!(
+            e.to_string().contains("password file")
+                && e.to_string().contains("readable by everyone"),
+            "{e}"
+        );
+        // The owner's alone, or shared with a group to read: accepted.
+        for m in [0o600, 0o640, 0o400] {
+            mode(m);
+            check_credentials_file(&f, "client key", true).unwrap();
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -79,8 +79,17 @@ fn detail(e: &etcd_client::Error) -> String {
 
 /// What a failed first request says about the settings: which endpoint, what failed, what to
 /// check.
+/// The key prefix the connection check reads: the namespace's, or all of idforge's.
+fn check_prefix(o: &EtcdOptions) -> String {
+    match &o.namespace {
+        Some(n) => format!("{KEY_PREFIX}{n}/"),
+        None => KEY_PREFIX.to_string(),
+    }
+}
+
 fn classify(e: &etcd_client::Error, o: &EtcdOptions) -> ConnectError {
     let eps = o.endpoint_list();
+    let prefix = check_prefix(o);
     let detail = detail(e);
     let low = detail.to_ascii_lowercase();
     let ca = o
@@ -108,7 +117,7 @@ fn classify(e: &etcd_client::Error, o: &EtcdOptions) -> ConnectError {
         (
             Failure::Permission,
             format!(
-                "etcd at {eps} denied {} access to {KEY_PREFIX} ({detail}): grant its role readwrite on the key prefix {KEY_PREFIX} (etcdctl role grant-permission ROLE --prefix=true readwrite {KEY_PREFIX})",
+                "etcd at {eps} denied {} access to {prefix} ({detail}): grant its role readwrite on the key prefix {prefix} (etcdctl role grant-permission ROLE --prefix=true readwrite {prefix})",
                 o.user.as_deref().map_or_else(|| "this client".to_string(), |u| format!("user {u:?}"))
             ),
         )
@@ -197,6 +206,7 @@ fn classify(e: &etcd_client::Error, o: &EtcdOptions) -> ConnectError {
 
 /// A PEM file's bytes, checked to hold `what` (`CERTIFICATE`, `PRIVATE KEY`).
 fn read_pem(path: &std::path::Path, label: &str, what: &str) -> Result<Vec<u8>, ConnectError> {
+    crate::access::check_credentials_file(path, label, what == "PRIVATE KEY")?;
     let bytes = std::fs::read(path).map_err(|e| {
         ConnectError::new(
             Failure::Settings,
@@ -231,7 +241,8 @@ impl EtcdStore {
     }
 
     /// Connects as `opts` say (TLS with a CA and client certificate, a user and password), and
-    /// makes one read under [`KEY_PREFIX`] so that a wrong CA, a refused certificate, a wrong
+    /// makes one read under [`KEY_PREFIX`] (under the namespace's prefix when `opts` names one,
+    /// so a role limited to it suffices) so that a wrong CA, a refused certificate, a wrong
     /// password or a missing permission shows here, with what to check, rather than as retries
     /// while joining. A 2 s timeout per request and per connection attempt.
     ///
@@ -271,13 +282,14 @@ impl EtcdStore {
                     format!("cannot start a runtime for etcd: {e}"),
                 )
             })?;
-        let attempt = |co: ConnectOptions| async move {
+        let prefix = check_prefix(opts);
+        let attempt = |co: ConnectOptions| async {
             let mut c = Client::connect(&opts.endpoints, Some(co)).await?;
             let first = GetOptions::new()
                 .with_prefix()
                 .with_keys_only()
                 .with_limit(1);
-            c.get(KEY_PREFIX, Some(first)).await?;
+            c.get(prefix.as_str(), Some(first)).await?;
             Ok::<Client, etcd_client::Error>(c)
         };
         // An unreachable etcd may be starting or electing a leader: retry that (only that) for

@@ -72,7 +72,7 @@ pub mod etcd;
 #[cfg(feature = "etcd")]
 pub mod local;
 
-pub use access::{ConnectError, EtcdOptions, Failure, Password};
+pub use access::{check_credentials_file, ConnectError, EtcdOptions, Failure, Password};
 pub use member::{FleetError, FleetOptions, Member, Status};
 pub use space::layout_description;
 pub use store::{Claimed, MemoryStore, Scan, Store, StoreError};

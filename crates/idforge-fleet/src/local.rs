@@ -26,6 +26,13 @@ pub const OUTSIDER: &str = "outsider";
 /// [`OUTSIDER`]'s password.
 pub const OUTSIDER_PASSWORD: &str = "outsider-test-password";
 
+/// A user whose role (`team`) has readwrite on one namespace only, `/idforge/team/`: FLEET.md's
+/// least-privilege role.
+pub const TEAM: &str = "team";
+
+/// [`TEAM`]'s password.
+pub const TEAM_PASSWORD: &str = "team-test-password";
+
 /// How clients reach a [`LocalCluster`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Security {
@@ -271,12 +278,19 @@ impl LocalCluster {
         leaf("client", "ca", USER, client);
         leaf("stranger", "other-ca", USER, client);
         std::fs::write(self.password_file(), format!("{PASSWORD}\n")).unwrap();
+        {
+            // A secret: the member refuses a password file everyone can read.
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::Permissions::from_mode(0o600);
+            std::fs::set_permissions(self.password_file(), mode).unwrap();
+        }
     }
 
-    /// Users `root`, [`USER`] (role `idforge`: readwrite on the prefix `/idforge/` only) and
-    /// [`OUTSIDER`] (readwrite on `/other/` only), then `etcdctl auth enable`.
+    /// Users `root`, [`USER`] (role `idforge`: readwrite on the prefix `/idforge/` only),
+    /// [`OUTSIDER`] (readwrite on `/other/` only) and [`TEAM`] (readwrite on the namespace
+    /// `/idforge/team/` only), then `etcdctl auth enable`.
     fn enable_auth(&self) {
-        let steps: [&[&str]; 10] = [
+        let steps: [&[&str]; 14] = [
             &["user", "add", "root", "--new-user-password", ROOT_PASSWORD],
             &["user", "grant-role", "root", "root"],
             &["role", "add", "idforge"],
@@ -307,6 +321,17 @@ impl LocalCluster {
                 OUTSIDER_PASSWORD,
             ],
             &["user", "grant-role", OUTSIDER, "other"],
+            &["role", "add", "team"],
+            &[
+                "role",
+                "grant-permission",
+                "team",
+                "--prefix=true",
+                "readwrite",
+                "/idforge/team/",
+            ],
+            &["user", "add", TEAM, "--new-user-password", TEAM_PASSWORD],
+            &["user", "grant-role", TEAM, "team"],
         ];
         for args in steps {
             let mut c = self.etcdctl();

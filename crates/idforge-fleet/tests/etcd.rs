@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use idforge_fleet::etcd::EtcdStore;
 use idforge_fleet::local::{LocalCluster as Cluster, Security};
-use idforge_fleet::{Failure, FleetError, FleetOptions, Member, Password};
+use idforge_fleet::{EtcdOptions, Failure, FleetError, FleetOptions, Member, Password};
 
 fn member_bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_fleet-member"))
@@ -543,6 +543,31 @@ fn the_least_privilege_role_is_enough_to_join_reserve_renew_and_release_over_tls
     let m = Member::join(by_cert, snowflake_opts("rbac", 3)).unwrap();
     snowflake_on(&m).next().unwrap();
     m.shutdown().unwrap();
+    // A role limited to one namespace (FLEET.md's least privilege) joins that namespace: the
+    // connection check reads the namespace's prefix only (it used to read all of /idforge/,
+    // which such a role may not, so every member needed rights on every team's keys).
+    let team = c.options_as(Some((
+        idforge_fleet::local::TEAM,
+        idforge_fleet::local::TEAM_PASSWORD,
+    )));
+    let in_team = EtcdOptions {
+        namespace: Some("team".into()),
+        ..team.clone()
+    };
+    let store = Arc::new(EtcdStore::connect_with(&in_team).unwrap());
+    let m = Member::join(store, snowflake_opts("team", 4)).unwrap();
+    snowflake_on(&m).next().unwrap();
+    m.shutdown().unwrap();
+    // Without a namespace, or in another team's, it is refused, naming the prefix.
+    let (f, msg, _) = refused(&team);
+    assert_eq!(f, Failure::Permission, "{msg}");
+    let elsewhere = EtcdOptions {
+        namespace: Some("rbac".into()),
+        ..team
+    };
+    let (f, msg, _) = refused(&elsewhere);
+    assert_eq!(f, Failure::Permission, "{msg}");
+    assert!(msg.contains("access to /idforge/rbac/"), "{msg}");
 }
 
 /// Two custom layouts with the same widths in another order share no namespace: their ids

@@ -666,6 +666,8 @@ impl Settings {
                     client_key: self.etcd_key,
                     user: self.etcd_user,
                     password,
+                    // Set per scheme when each joins its namespace.
+                    namespace: None,
                 };
                 if let Err(e) = etcd.check() {
                     bail!("{e} ({}; etcd_* in the config file)", e.failure.settings());

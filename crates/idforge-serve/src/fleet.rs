@@ -56,15 +56,21 @@ mod with_etcd {
             opts: &mut OpenOptions,
         ) -> anyhow::Result<Lease> {
             let eps = fleet.etcd.endpoint_list();
-            let store: Arc<dyn Store> =
-                Arc::new(EtcdStore::connect_with(&fleet.etcd).map_err(|e| {
-                    anyhow::anyhow!(
-                        "{}: {e} ({}; etcd_* in the config file)",
-                        kind.name(),
-                        e.failure.settings()
-                    )
-                })?);
-            let mut fo = FleetOptions::new(namespace(fleet, kind, opts), kind, opts)?;
+            let ns = namespace(fleet, kind, opts);
+            // The connection check reads the namespace's prefix only: a role limited to it is
+            // enough.
+            let etcd = idforge_fleet::EtcdOptions {
+                namespace: Some(ns.clone()),
+                ..fleet.etcd.clone()
+            };
+            let store: Arc<dyn Store> = Arc::new(EtcdStore::connect_with(&etcd).map_err(|e| {
+                anyhow::anyhow!(
+                    "{}: {e} ({}; etcd_* in the config file)",
+                    kind.name(),
+                    e.failure.settings()
+                )
+            })?);
+            let mut fo = FleetOptions::new(ns, kind, opts)?;
             fo.ttl = fleet.lease_ttl;
             let member = Member::join(store, fo).with_context(|| {
                 format!("{}: cannot lease a node id from etcd at {eps}", kind.name())
