@@ -88,7 +88,8 @@ pub trait Clock: Send + Sync {
     fn pause(&self, ns: u64) {
         if ns >= 200_000 {
             // Sleep a little less than needed: oversleeping costs throughput, waking early a loop.
-            std::thread::sleep(Duration::from_nanos(ns - 100_000));
+            // To a deadline, so that frequent signals cannot stretch it (see `sleep_ns`).
+            crate::shm::sleep_ns(ns - 100_000);
         } else {
             std::thread::yield_now();
         }
