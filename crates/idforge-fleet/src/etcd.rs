@@ -31,8 +31,15 @@ impl std::fmt::Debug for EtcdStore {
     }
 }
 
+/// An etcd error as a store error: a permission refused is [`StoreError::Denied`] (not retried),
+/// anything else [`StoreError::Unavailable`].
 fn unavailable(e: etcd_client::Error) -> StoreError {
-    StoreError::Unavailable(e.to_string())
+    let text = e.to_string();
+    if text.to_ascii_lowercase().contains("permission denied") {
+        StoreError::Denied(text)
+    } else {
+        StoreError::Unavailable(text)
+    }
 }
 
 /// The key prefix every namespace lives under; a least-privilege role needs read and write on

@@ -33,6 +33,12 @@ pub const TEAM: &str = "team";
 /// [`TEAM`]'s password.
 pub const TEAM_PASSWORD: &str = "team-test-password";
 
+/// A user whose role (`reader`) may only read `/idforge/`.
+pub const READER: &str = "reader";
+
+/// [`READER`]'s password.
+pub const READER_PASSWORD: &str = "reader-test-password";
+
 /// How clients reach a [`LocalCluster`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Security {
@@ -287,10 +293,11 @@ impl LocalCluster {
     }
 
     /// Users `root`, [`USER`] (role `idforge`: readwrite on the prefix `/idforge/` only),
-    /// [`OUTSIDER`] (readwrite on `/other/` only) and [`TEAM`] (readwrite on the namespace
-    /// `/idforge/team/` only), then `etcdctl auth enable`.
+    /// [`OUTSIDER`] (readwrite on `/other/` only), [`TEAM`] (readwrite on the namespace
+    /// `/idforge/team/` only) and [`READER`] (read on `/idforge/` only), then `etcdctl auth
+    /// enable`.
     fn enable_auth(&self) {
-        let steps: [&[&str]; 14] = [
+        let steps: [&[&str]; 18] = [
             &["user", "add", "root", "--new-user-password", ROOT_PASSWORD],
             &["user", "grant-role", "root", "root"],
             &["role", "add", "idforge"],
@@ -332,6 +339,23 @@ impl LocalCluster {
             ],
             &["user", "add", TEAM, "--new-user-password", TEAM_PASSWORD],
             &["user", "grant-role", TEAM, "team"],
+            &["role", "add", "reader"],
+            &[
+                "role",
+                "grant-permission",
+                "reader",
+                "--prefix=true",
+                "read",
+                "/idforge/",
+            ],
+            &[
+                "user",
+                "add",
+                READER,
+                "--new-user-password",
+                READER_PASSWORD,
+            ],
+            &["user", "grant-role", READER, "reader"],
         ];
         for args in steps {
             let mut c = self.etcdctl();

@@ -517,6 +517,8 @@ fn retry<T>(
     loop {
         match f() {
             Ok(v) => return Ok(v),
+            // A permission refused stays refused: say so now, not after the join timeout.
+            Err(e @ StoreError::Denied(_)) => return Err((e, start.elapsed())),
             Err(e) if start.elapsed() + pause > limit => return Err((e, start.elapsed())),
             Err(_) => {
                 std::thread::sleep(pause);

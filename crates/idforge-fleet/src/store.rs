@@ -18,6 +18,9 @@ pub enum StoreError {
     /// call is guarded or idempotent).
     #[error("the coordination store is unavailable: {0}")]
     Unavailable(String),
+    /// The store refused the request for lack of permission: retrying cannot help.
+    #[error("etcd denied the request ({0}): this client's role needs readwrite, not only read, on the namespace's key prefix (/idforge/<namespace>/, see docs/FLEET.md)")]
+    Denied(String),
     /// A value in the store is not what idforge writes.
     #[error("the coordination store holds an unexpected value at {key}: {value:?}")]
     Corrupt {

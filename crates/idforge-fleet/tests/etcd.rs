@@ -568,6 +568,29 @@ fn the_least_privilege_role_is_enough_to_join_reserve_renew_and_release_over_tls
     let (f, msg, _) = refused(&elsewhere);
     assert_eq!(f, Failure::Permission, "{msg}");
     assert!(msg.contains("access to /idforge/rbac/"), "{msg}");
+    // A user that may only read connects (the check reads), and its join is refused at once,
+    // as denied: it used to be retried for the whole join timeout and reported "unavailable".
+    let reader = c.options_as(Some((
+        idforge_fleet::local::READER,
+        idforge_fleet::local::READER_PASSWORD,
+    )));
+    let store = Arc::new(EtcdStore::connect_with(&reader).unwrap());
+    let started = Instant::now();
+    let e = Member::join(store, snowflake_opts("rbac", 3)).unwrap_err();
+    let took = started.elapsed();
+    match &e {
+        FleetError::Store { source, .. } => assert!(
+            matches!(source, idforge_fleet::StoreError::Denied(_)),
+            "{e}"
+        ),
+        other => panic!("{other}"),
+    }
+    assert!(
+        e.to_string().contains("needs readwrite, not only read"),
+        "{e}"
+    );
+    // Not retried: far less than the join timeout's 10 s, even on a loaded machine.
+    assert!(took < Duration::from_secs(5), "{took:?}: {e}");
 }
 
 /// Two custom layouts with the same widths in another order share no namespace: their ids
