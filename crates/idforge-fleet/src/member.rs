@@ -232,6 +232,10 @@ pub struct Status {
     pub lost: Option<String>,
     /// Calls made to the store since joining.
     pub store_calls: u64,
+    /// The last error of the store, while renewals or reservations fail (cleared by the next
+    /// renewal that succeeds): why the lease may be lost soon, or was (etcd down, a role
+    /// revoked, authentication turned off).
+    pub store_error: Option<String>,
 }
 
 struct Shared {
@@ -264,6 +268,8 @@ struct Shared {
     /// Whether the last call to the store answered: while it does not, a caller that needs time
     /// reserved is refused at once instead of waiting on the store.
     store_ok: AtomicBool,
+    /// The last store error of the worker ([`Status::store_error`]).
+    store_error: Mutex<Option<String>>,
     calls: AtomicU64,
     raise: Mutex<()>,
 }
@@ -297,6 +303,11 @@ impl Shared {
             std::process::id(),
             self.pid
         )
+    }
+
+    /// Records the outcome of a store call of the worker: the error, or none after a success.
+    fn note_store(&self, error: Option<&StoreError>) {
+        *self.store_error.lock().unwrap_or_else(|e| e.into_inner()) = error.map(|e| e.to_string());
     }
 
     fn lose(&self, reason: impl Into<String>) {
@@ -584,6 +595,7 @@ impl Member {
             frozen: AtomicBool::new(false),
             backoff_until: AtomicU64::new(0),
             store_ok: AtomicBool::new(true),
+            store_error: Mutex::new(None),
             calls: AtomicU64::new(1),
             raise: Mutex::new(()),
             opts: opts.clone(),
@@ -757,6 +769,7 @@ impl Member {
                 issuing: false,
                 lost: Some(s.forked_reason()),
                 store_calls: s.calls.load(SeqCst),
+                store_error: None,
             };
         }
         let lost = s
@@ -772,6 +785,11 @@ impl Member {
             issuing: lost.is_none() && mono_ns() <= s.deadline.load(SeqCst),
             lost,
             store_calls: s.calls.load(SeqCst),
+            store_error: s
+                .store_error
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
         }
     }
 
@@ -884,6 +902,7 @@ fn worker(s: &Shared) {
         let sent = mono_ns();
         let renewed = s.call(|st| st.keep_alive(lease));
         s.store_ok.store(renewed.is_ok(), SeqCst);
+        s.note_store(renewed.as_ref().err());
         match renewed {
             Ok(true) => {
                 // The lease lives; is the node key still ours? An operator's `etcdctl del`
@@ -895,7 +914,10 @@ fn worker(s: &Shared) {
                         continue;
                     }
                     Ok(true) => s.deadline.store(s.safe_deadline(sent), SeqCst),
-                    Err(_) => s.store_ok.store(false, SeqCst),
+                    Err(e) => {
+                        s.store_ok.store(false, SeqCst);
+                        s.note_store(Some(&e));
+                    }
                 }
                 pause = interval;
             }
@@ -921,8 +943,11 @@ fn worker(s: &Shared) {
         // its reservation runs out. Extended when less than `R/2` beyond the end is left.
         let cover = s.deadline_wall_ns();
         let ahead = s.ahead_ns();
-        if s.reserved_ns.load(SeqCst) < cover + ahead / 2 && s.reserve_to(cover + ahead).is_err() {
-            s.store_ok.store(false, SeqCst);
+        if s.reserved_ns.load(SeqCst) < cover + ahead / 2 {
+            if let Err(e) = s.reserve_to(cover + ahead) {
+                s.store_ok.store(false, SeqCst);
+                s.note_store(Some(&e));
+            }
         }
     }
 }

@@ -122,6 +122,11 @@ fn a_store_that_is_down_stops_issuing_before_the_deadline_with_bounded_calls_the
         matches!(g.next(), Err(Error::LeaseLost { .. })),
         "stopped before the deadline"
     );
+    // The status says why: the store's error (the service's log and /readyz show it).
+    let st = m.status();
+    assert!(!st.issuing);
+    let e = st.store_error.expect("the store's error while it is down");
+    assert!(e.contains("unavailable"), "{e}");
     mem.set_down(false);
     // The lease expired meanwhile: the member claims its node id again and issues.
     let mut ok = false;
@@ -133,6 +138,16 @@ fn a_store_that_is_down_stops_issuing_before_the_deadline_with_bounded_calls_the
         }
     }
     assert!(ok, "recovered after the store came back: {:?}", m.status());
+    // A renewal succeeded since: the error is cleared.
+    let mut cleared = false;
+    for _ in 0..60 {
+        if m.status().store_error.is_none() {
+            cleared = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(cleared, "{:?}", m.status());
 }
 
 #[test]

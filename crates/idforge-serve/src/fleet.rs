@@ -19,6 +19,20 @@ pub(crate) struct LeaseStatus {
     pub ahead_secs: f64,
     /// Why it may not issue, if it may not.
     pub lost: Option<String>,
+    /// The store's last error while renewals fail (etcd down, a role revoked, authentication
+    /// turned off).
+    pub store_error: Option<String>,
+}
+
+impl LeaseStatus {
+    /// Why the member does not issue: its loss, else the store's error, else a late renewal.
+    pub fn why_not_issuing(&self) -> String {
+        match (&self.lost, &self.store_error) {
+            (Some(lost), _) => lost.clone(),
+            (None, Some(e)) => format!("renewals fail: {e}"),
+            (None, None) => "the lease could not be renewed in time".into(),
+        }
+    }
 }
 
 /// The namespace of a scheme: the prefix and the namespace `idforge gen --etcd` uses for it
@@ -94,6 +108,7 @@ mod with_etcd {
                 issuing: st.issuing,
                 ahead_secs: (st.reserved_ns as f64 - now as f64) / 1e9,
                 lost: st.lost,
+                store_error: st.store_error,
             })
         }
 

@@ -194,9 +194,7 @@ pub(crate) async fn readyz(State(app): State<Arc<App>>, req: Request) -> Respons
                             "{}: node {} is not held ({})",
                             s.gen.name(),
                             st.node,
-                            st.lost
-                                .as_deref()
-                                .unwrap_or("the lease could not be renewed in time")
+                            st.why_not_issuing()
                         ));
                         continue;
                     }

@@ -387,7 +387,11 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     for (scheme, namespace, node, token) in app.leases() {
         tracing::info!("{scheme}: node {node} leased from etcd namespace {namespace:?} (fencing token {token})");
     }
+    let watcher = (!app.leases().is_empty()).then(|| tokio::spawn(watch_leases(app.clone())));
     let served = serve_on(listener, app.clone(), shutdown_signal(grace)).await;
+    if let Some(w) = watcher {
+        w.abort();
+    }
     let releasing = app.clone();
     let failed = tokio::task::spawn_blocking(move || releasing.release_leases())
         .await
@@ -400,6 +404,41 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let stopped = served?;
     tracing::info!("{}", stopped.summary());
     Ok(())
+}
+
+/// Logs what happens to the leased node ids while the service runs: a scheme that stops issuing
+/// (and why: the lease lost, renewals refused or failing), one that issues again, and the
+/// store's errors as they start and end. Without it a service whose etcd turned authentication
+/// off stopped issuing in silence.
+async fn watch_leases(app: Arc<App>) {
+    let mut seen: Vec<Option<(bool, Option<String>)>> = vec![None; app.schemes.len()];
+    let mut tick = tokio::time::interval(Duration::from_millis(500));
+    loop {
+        tick.tick().await;
+        for (s, last) in app.schemes.iter().zip(seen.iter_mut()) {
+            let Some(st) = s.lease_status() else { continue };
+            let name = s.gen.name();
+            let (was_issuing, was_error) = last.clone().unwrap_or((true, None));
+            if st.store_error != was_error {
+                match &st.store_error {
+                    Some(e) => tracing::warn!("{name}: node {}: etcd: {e}", st.node),
+                    None => tracing::info!("{name}: node {}: etcd answers again", st.node),
+                }
+            }
+            if st.issuing != was_issuing {
+                if st.issuing {
+                    tracing::info!("{name}: node {} issues again", st.node);
+                } else {
+                    tracing::warn!(
+                        "{name}: node {} stopped issuing: {} (requests for {name} get 503 until it holds its node id again)",
+                        st.node,
+                        st.why_not_issuing()
+                    );
+                }
+            }
+            *last = Some((st.issuing, st.store_error.clone()));
+        }
+    }
 }
 
 /// How long [`run_blocking`] waits, once [`serve`] returned, for the blocking pool's tasks: the
