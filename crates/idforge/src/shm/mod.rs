@@ -116,7 +116,7 @@ pub use host::HostStamp;
 pub use paths::{
     default_state_dir, default_state_path, state_file_name, StateOptions, BOOT_ID_PATH,
 };
-pub(crate) use sys::{allowed_cpus, pin_to_cpu, sleep_ns};
+pub(crate) use sys::{allowed_cpus, pin_to_cpu};
 pub use words::{ProcessStamp, SharedWords};
 
 /// Fork detection shared by everything in a process that must not be copied into a child (a

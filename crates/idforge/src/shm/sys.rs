@@ -467,36 +467,6 @@ impl<const N: usize> AsciiBuf<N> {
 
 /// The CPUs this thread may run on (Linux: its affinity mask; elsewhere, or when it cannot be
 /// read, none, so callers do not pin).
-/// Sleeps `ns` nanoseconds, to a deadline on `CLOCK_MONOTONIC`: a signal interrupts the sleep
-/// and it resumes toward the same deadline. (A relative sleep, as `std::thread::sleep`,
-/// restarts with the time the kernel says is left, which grows by the timer slack at every
-/// interruption: a signal every 50 µs kept a 1 ms pause from ever ending.)
-pub(crate) fn sleep_ns(ns: u64) {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: writes the current time into `ts`; CLOCK_MONOTONIC always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    let total = ts.tv_nsec as u64 + ns % 1_000_000_000;
-    ts.tv_sec += (ns / 1_000_000_000 + total / 1_000_000_000) as libc::time_t;
-    ts.tv_nsec = (total % 1_000_000_000) as libc::c_long;
-    loop {
-        // SAFETY: `ts` is a valid absolute time; no remaining time is asked for (null).
-        let rc = unsafe {
-            libc::clock_nanosleep(
-                libc::CLOCK_MONOTONIC,
-                libc::TIMER_ABSTIME,
-                &ts,
-                std::ptr::null_mut(),
-            )
-        };
-        if rc != libc::EINTR {
-            return;
-        }
-    }
-}
-
 pub(crate) fn allowed_cpus() -> Vec<usize> {
     #[cfg(target_os = "linux")]
     {
@@ -565,62 +535,5 @@ mod tests {
         unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
         assert!(!alive, "an exited, unreaped child counted as alive");
         assert!(crate::shm::process_alive(u64::from(std::process::id())));
-    }
-}
-
-#[cfg(test)]
-mod sleep_tests {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::{mpsc, Arc};
-    use std::time::Duration;
-
-    extern "C" fn nothing(_: libc::c_int) {}
-
-    /// A 1 ms pause while the thread gets a signal (with a handler, so each one interrupts the
-    /// sleep) every 10 µs: ends. `std::thread::sleep` in its place never ended (seen: the
-    /// channel's wait below ran out).
-    fn ends_under_signals(sleep: fn(u64)) -> bool {
-        // SAFETY: installs a handler that does nothing, without SA_RESTART, for SIGURG (which
-        // nothing else here uses; its default action is to ignore it).
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = nothing as extern "C" fn(libc::c_int) as usize;
-            libc::sigaction(libc::SIGURG, &sa, std::ptr::null_mut());
-        }
-        let (tx, rx) = mpsc::channel();
-        let (ptx, prx) = mpsc::channel();
-        let sleeper = std::thread::spawn(move || {
-            // SAFETY: pthread_self has no preconditions.
-            ptx.send(unsafe { libc::pthread_self() } as usize).unwrap();
-            sleep(1_000_000);
-            let _ = tx.send(());
-        });
-        let thread = prx.recv().unwrap() as libc::pthread_t;
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopper = stop.clone();
-        let signaller = std::thread::spawn(move || {
-            while !stopper.load(Ordering::Relaxed) {
-                // SAFETY: the sleeper thread is alive until `stop` is set (joined after).
-                unsafe { libc::pthread_kill(thread, libc::SIGURG) };
-                // A spin, not a sleep: signals more often than the timer slack (50 µs).
-                let t = std::time::Instant::now();
-                while t.elapsed() < Duration::from_micros(10) {
-                    std::hint::spin_loop();
-                }
-            }
-        });
-        // 10 s for a 1 ms pause: only a pause that never ends runs out.
-        let ended = rx.recv_timeout(Duration::from_secs(10)).is_ok();
-        stop.store(true, Ordering::Relaxed);
-        signaller.join().unwrap();
-        if ended {
-            sleeper.join().unwrap();
-        }
-        ended
-    }
-
-    #[test]
-    fn a_pause_ends_while_signals_keep_interrupting_it() {
-        assert!(ends_under_signals(super::sleep_ns));
     }
 }
