@@ -991,6 +991,11 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let pw_file = dir.join("pw");
         std::fs::write(&pw_file, "from-the-file\n").unwrap();
+        // A secret: a password file everyone can read is refused.
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&pw_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
         let file = Settings::from_toml(&format!(
             "etcd = \"https://a:2379\"\netcd_cacert = \"/ca.pem\"\netcd_cert = \"/c.pem\"\netcd_key = \"/c.key\"\netcd_user = \"idforge\"\netcd_password_file = {pw_file:?}\n"
         ))
