@@ -17,7 +17,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::pyclass::CompareOp;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyType};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyType};
 
 /// Batches of at least this many ids are made with the GIL released.
 const DETACH_AT: u64 = 4096;
@@ -654,7 +654,7 @@ impl PyGenerator {
     fn new(
         py: Python<'_>,
         scheme: &str,
-        node: Option<u64>,
+        node: Option<&Bound<'_, PyAny>>,
         shared: Option<bool>,
         state: Option<PathBuf>,
         clock: &str,
@@ -671,6 +671,21 @@ impl PyGenerator {
         mac_fragment: Option<u64>,
         sequential: bool,
     ) -> PyResult<Self> {
+        // A bool is an int to Python: `node=True` would be node 1, a node nobody chose.
+        let node = match node {
+            Some(n) if n.is_instance_of::<PyBool>() => {
+                return Err(PyTypeError::new_err(
+                    "node= takes an int, not a bool (True would be read as node 1)",
+                ));
+            }
+            Some(n) => Some(n.extract::<u64>()?),
+            None => None,
+        };
+        if at.is_some() && clock != "auto" {
+            return Err(PyValueError::new_err(format!(
+                "at= fixes the clock, so clock={clock:?} would be ignored: give one or the other"
+            )));
+        }
         let kind = Kind::from_name(scheme, layout).or_raise(py)?;
         let mut opts = OpenOptions {
             node,

@@ -180,3 +180,15 @@ def test_a_fixed_clock_applies_an_offset_to_the_microsecond_and_ignores_isoforma
     lie = Lying(2024, 5, 1, tzinfo=dt.timezone.utc)
     d = idforge.inspect(idforge.Generator("snowflake", node=7, at=lie).next(), "snowflake")
     assert d.time == dt.datetime(2024, 5, 1, tzinfo=dt.timezone.utc)
+
+
+def test_a_bool_is_no_node_and_a_fixed_clock_takes_no_clock():
+    with pytest.raises(TypeError, match="not a bool"):
+        idforge.Generator("snowflake", node=True)
+    with pytest.raises(TypeError):
+        idforge.Generator("snowflake", node="7")
+    with pytest.raises(OverflowError):
+        idforge.Generator("snowflake", node=-1)
+    with pytest.raises(ValueError, match="would be ignored"):
+        idforge.Generator("snowflake", node=7, at="2024-01-01T00:00:00Z", clock="ticker")
+    assert idforge.Generator("snowflake", node=7, at="2024-01-01T00:00:00Z", clock="auto").next() > 0

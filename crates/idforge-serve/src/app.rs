@@ -322,12 +322,12 @@ pub(crate) fn resolve(name: &str, custom: Option<&Kind>) -> anyhow::Result<Kind>
         (Err(e), _) => Err(e.into()),
     }
 }
-#[cfg(test)]
+// Its one test is about builds without the `etcd` feature.
+#[cfg(all(test, not(feature = "etcd")))]
 mod tests {
     use super::*;
     use crate::Settings;
 
-    #[cfg(not(feature = "etcd"))]
     #[test]
     fn etcd_without_the_feature_says_how_to_build_it() {
         let config = Settings {
