@@ -78,6 +78,26 @@ fn error_kind(e: &idforge::Error) -> String {
 
 static ERRORS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 
+/// The value of `cell`, made by `make` the first time. Not `PyOnceLock::get_or_try_init`: that
+/// releases the GIL, marks the cell as being initialised, then waits for the GIL again, so a
+/// thread that forked meanwhile (it had the GIL) left its child a cell that no thread of the
+/// child would ever finish, and the child's first id waited for ever (the forking tests on
+/// Python 3.9). Here no lock is held while `make` runs, with the GIL; two threads may both make
+/// a value, and the first one stored is kept (the other is dropped, issuing nothing).
+fn once<'a, T>(
+    cell: &'a PyOnceLock<T>,
+    py: Python<'_>,
+    make: impl FnOnce() -> PyResult<T>,
+) -> PyResult<&'a T> {
+    if let Some(v) = cell.get(py) {
+        return Ok(v);
+    }
+    let v = make()?;
+    // Storing takes the cell's lock for a moment, with the GIL held: no fork can come between.
+    let _ = cell.set(py, v);
+    Ok(cell.get(py).expect("a value was stored just above"))
+}
+
 /// The library's names for its settings (Rust items) as this package's arguments, most specific
 /// first, so that a message says what to pass here (`state=PATH`), not what a Rust caller sets.
 const SETTINGS: [(&str, &str); 13] = [
@@ -123,7 +143,9 @@ fn pythonize(msg: &str) -> String {
 /// An idforge error as the exception of its class, with the library's message and `kind`.
 fn raise(py: Python<'_>, e: idforge::Error) -> PyErr {
     let build = || -> PyResult<PyErr> {
-        let m = ERRORS.get_or_try_init(py, || py.import("idforge.errors").map(Bound::unbind))?;
+        let m = once(&ERRORS, py, || {
+            py.import("idforge.errors").map(Bound::unbind)
+        })?;
         let cls = m.bind(py).getattr(error_class(&e))?;
         let exc = cls.call1((pythonize(&e.to_string()),))?;
         exc.setattr("kind", error_kind(&e))?;
@@ -231,7 +253,7 @@ struct UuidMaker {
 static UUID_MAKER: PyOnceLock<UuidMaker> = PyOnceLock::new();
 
 fn uuid_maker(py: Python<'_>) -> PyResult<&UuidMaker> {
-    UUID_MAKER.get_or_try_init(py, || {
+    once(&UUID_MAKER, py, || {
         let module = py.import("uuid")?;
         let class = module.getattr("UUID")?.cast_into::<PyType>()?;
         // SAFETY: `class` is a live type object; uuid.UUID is a heap type (a Python class), for
@@ -980,15 +1002,13 @@ fn default_gen<'py>(
     slot: usize,
     scheme: &str,
 ) -> PyResult<&'py Bound<'py, PyGenerator>> {
-    let g = DEFAULTS[slot].get_or_try_init(py, || {
+    let g = once(&DEFAULTS[slot], py, || {
         let kind = Kind::from_name(scheme, None).or_raise(py)?;
         let mut opts = OpenOptions::default();
         let g = if shared_by_default(&kind)? {
             let path = kind.default_state_path(&opts).or_raise_shared(py)?;
             opts.state = Some(StateOptions::new(path));
-            // With the GIL held (see `Generator.__new__`): a thread that forked while this
-            // once-only initialisation had released it left the child's first call waiting for
-            // ever on a once-lock that no thread of the child would finish.
+            // With the GIL held (see `Generator.__new__` and `once`).
             PyGenerator::open(&kind, &opts, None, None).or_raise_shared(py)?
         } else {
             PyGenerator::open(&kind, &opts, None, None).or_raise(py)?
