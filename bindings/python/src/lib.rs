@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use idforge::schemes::catalog::Kind;
 use idforge::schemes::open::{ClockChoice, OpenOptions, Opened, TextFormat};
+use idforge::schemes::placement::{self, Placement};
 use idforge::text::Format;
 use idforge::{OnClockBehind, OnExhausted, RandomSource, StateOptions};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -24,57 +25,6 @@ const DETACH_AT: u64 = 4096;
 
 // ---------------------------------------------------------------------------------------------
 // Errors
-
-/// The exception class (in `idforge.errors`) of each error, and the variant's name as `kind`.
-fn error_class(e: &idforge::Error) -> &'static str {
-    use idforge::Error as E;
-    use idforge::StateFileError as S;
-    match e {
-        E::NodeRequired { .. } | E::NodeOutOfRange { .. } | E::HostRequired => "NodeError",
-        E::UnknownScheme(_) => "UnknownSchemeError",
-        E::MalformedId { .. }
-        | E::AmbiguousId { .. }
-        | E::WrongVersion { .. }
-        | E::WrongVariant { .. }
-        | E::IdTooWide { .. }
-        | E::InvalidTime { .. }
-        | E::ByteLength { .. } => "ParseError",
-        E::ClockBehind { .. } => "ClockBehindError",
-        E::BeforeEpoch { .. } | E::TimeOutOfRange { .. } | E::ClockUnavailable(_) => "ClockError",
-        E::LeaseLost { .. } => "LeaseLostError",
-        E::StateFile(S::Lost { .. }) => "StateFileLostError",
-        E::StateFile(
-            S::Truncated { .. }
-            | S::Foreign { .. }
-            | S::Version { .. }
-            | S::Corrupt { .. }
-            | S::Mismatch { .. }
-            | S::PolicyMismatch { .. }
-            | S::Untrusted { .. },
-        ) => "StateFileRefusedError",
-        E::StateFile(_) => "StateFileError",
-        _ => "ConfigError",
-    }
-}
-
-/// The variant's name (`NodeRequired`, `StateFile.Foreign`), from its `Debug` text.
-fn error_kind(e: &idforge::Error) -> String {
-    let dbg = format!("{e:?}");
-    let head = |s: &str| -> String {
-        s.split(|c: char| !c.is_alphanumeric() && c != '_')
-            .next()
-            .unwrap_or_default()
-            .to_string()
-    };
-    let outer = head(&dbg);
-    match e {
-        idforge::Error::StateFile(_) => {
-            let inner = dbg.trim_start_matches("StateFile(");
-            format!("StateFile.{}", head(inner))
-        }
-        _ => outer,
-    }
-}
 
 static ERRORS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 
@@ -100,7 +50,16 @@ fn once<'a, T>(
 
 /// The library's names for its settings (Rust items) as this package's arguments, most specific
 /// first, so that a message says what to pass here (`state=PATH`), not what a Rust caller sets.
-const SETTINGS: [(&str, &str); 13] = [
+const SETTINGS: [(&str, &str); 19] = [
+    (
+        "a fixed clock (`at`) with `shared` true",
+        "at= with shared=True",
+    ),
+    ("`shared` false", "shared=False"),
+    ("`shared` true", "shared=True"),
+    ("add `state`", "add state=PATH"),
+    ("`state`", "state="),
+    ("`durable` or `state_mode`", "durable= or state_mode="),
     ("as the `node` setting", "as node=N"),
     ("give no `node` setting", "leave out node="),
     (
@@ -146,9 +105,9 @@ fn raise(py: Python<'_>, e: idforge::Error) -> PyErr {
         let m = once(&ERRORS, py, || {
             py.import("idforge.errors").map(Bound::unbind)
         })?;
-        let cls = m.bind(py).getattr(error_class(&e))?;
+        let cls = m.bind(py).getattr(e.family())?;
         let exc = cls.call1((pythonize(&e.to_string()),))?;
-        exc.setattr("kind", error_kind(&e))?;
+        exc.setattr("kind", e.variant_name())?;
         Ok(PyErr::from_value(exc))
     };
     build().unwrap_or_else(|err| err)
@@ -164,14 +123,6 @@ impl<T> OrRaise<T> for Result<T, idforge::Error> {
     }
 }
 
-/// What a state file error adds when the file was not asked for: why there is one, and the ways
-/// out.
-const SHARED_HINT: &str = "(idforge keeps each scheme's sequence in a state file shared by \
-     every process of the host unless told otherwise, so that workers and forked children never \
-     repeat ids: set IDFORGE_STATE_DIR to a private directory you can write, or keep the sequence \
-     in this process with shared=False or IDFORGE_SHARED=0, where processes started separately \
-     can repeat each other's ids)";
-
 trait OrRaiseShared<T> {
     /// As `or_raise`, for a host-wide generator nobody asked for: a state file error says why
     /// there is a file and how to do without it.
@@ -181,59 +132,17 @@ trait OrRaiseShared<T> {
 impl<T> OrRaiseShared<T> for Result<T, idforge::Error> {
     fn or_raise_shared(self, py: Python<'_>) -> PyResult<T> {
         self.map_err(|e| {
-            use idforge::StateFileError as S;
-            let hint = matches!(
-                e,
-                idforge::Error::StateFile(
-                    S::Io { .. } | S::NoDefaultDir { .. } | S::Untrusted { .. } | S::Busy { .. }
-                )
-            );
+            let hint = placement::hint_applies(&e);
             let err = raise(py, e);
             if hint {
                 let v = err.value(py);
                 if let Ok(msg) = v.str() {
-                    let text = format!("{msg} {SHARED_HINT}");
+                    let text = format!("{msg} {}", placement::shared_hint("shared=False"));
                     let _ = v.setattr("args", (text,));
                 }
             }
             err
         })
-    }
-}
-
-/// Whether generators of `kind` are host-wide when `shared` is not given: every kind that can
-/// keep its stamp in a state file (`Kind::host_wide`: not Locality, kept apart by pid and MAC,
-/// nor UUIDv4, nor the legacy uProtocol v8 singleton), unless `IDFORGE_SHARED` says `0`,
-/// `false`, `no` or `off` (`1`, `true`, `yes`, `on` or unset: shared).
-fn shared_by_default(kind: &Kind) -> PyResult<bool> {
-    if !kind.host_wide() {
-        return Ok(false);
-    }
-    match std::env::var("IDFORGE_SHARED") {
-        Err(_) => Ok(true),
-        Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
-            "" | "1" | "true" | "yes" | "on" => Ok(true),
-            "0" | "false" | "no" | "off" => Ok(false),
-            other => Err(PyValueError::new_err(format!(
-                "IDFORGE_SHARED={other:?}: use 1 (each scheme's sequence shared by the host's \
-                 processes, the default) or 0 (kept in each process)"
-            ))),
-        },
-    }
-}
-
-/// The file `idforge gen --shared` uses, for `shared=True`: `$IDFORGE_STATE` (absolute), else
-/// the scheme's file under `$IDFORGE_STATE_DIR` or `~/.local/state/idforge`.
-fn shared_path(kind: &Kind, opts: &OpenOptions) -> PyResult<PathBuf> {
-    match std::env::var_os("IDFORGE_STATE").filter(|v| !v.is_empty()) {
-        Some(p) if std::path::Path::new(&p).is_relative() => Err(PyValueError::new_err(format!(
-            "IDFORGE_STATE={} is a relative path, which names another file in each working \
-             directory (processes started in different places would not share it, and would \
-             repeat ids): make it absolute",
-            std::path::Path::new(&p).display()
-        ))),
-        Some(p) => Ok(p.into()),
-        None => Python::attach(|py| kind.default_state_path(opts).or_raise(py)),
     }
 }
 
@@ -754,74 +663,25 @@ impl PyGenerator {
             }
             opts.policy = Some(base);
         }
-        if shared == Some(true) && at.is_some() && state.is_none() {
-            // As `idforge gen --at --shared`: a fixed clock's stamps on the file wall-clock
-            // processes use would leave them behind it (refused until the file is deleted).
-            return Err(PyValueError::new_err(
-                "at= with shared=True needs a state file of its own: add state=PATH (not the file \
-                 wall-clock generators use)",
-            ));
+        // Host-wide unless asked otherwise (the library's `Placement`, which the Node.js
+        // package shares): processes started separately (workers of gunicorn, uWSGI, Celery,
+        // multiprocessing) and children that first use a generator after a fork then draw from
+        // one sequence.
+        let asked = shared.is_some() || state.is_some();
+        let placed = Placement {
+            shared,
+            state,
+            state_mode,
+            durable,
         }
-        // Host-wide unless asked otherwise: processes started separately (workers of gunicorn,
-        // uWSGI, Celery, multiprocessing) and children that first use a generator after a fork
-        // then draw from one sequence. A fixed clock (`at`) is for reproducible ids: in-process
-        // unless given a state file.
-        if shared == Some(false) && state.is_some() {
-            return Err(PyValueError::new_err(
-                "state= names a host-wide state file, and shared=False keeps the sequence in this \
-                 process: give one or the other",
-            ));
-        }
-        // A generator with its own policy or in durable mode stays in its process unless asked:
-        // on the scheme's default file, whose every user must agree on both, it would refuse
-        // (or be refused by) every default generator of the scheme on the host.
-        let implicit = shared.is_none() && state.is_none();
-        let shared = match shared {
-            Some(s) => s || state.is_some(),
-            None => {
-                state.is_some()
-                    || (at.is_none()
-                        && policy_given.is_none()
-                        && !durable
-                        && shared_by_default(&kind)?)
-            }
+        .apply(&kind, &mut opts, policy_given.is_some());
+        let implicit = if asked {
+            placed.or_raise(py)?
+        } else {
+            placed.or_raise_shared(py)?
         };
-        if shared {
-            let path = match state {
-                // As IDFORGE_STATE: a relative path names another file in each working directory
-                // (workers started in two directories repeated 213,632 of 400,000 ids).
-                Some(p) if p.is_relative() => {
-                    return Err(PyValueError::new_err(format!(
-                        "state={:?} is a relative path: it would name another file in each \
-                         working directory, and processes started in two directories would \
-                         repeat each other's ids; give an absolute path (os.path.abspath)",
-                        p.display().to_string()
-                    )));
-                }
-                Some(p) => p,
-                // The default file of the scheme and node; `IDFORGE_STATE` (one file, as for
-                // `idforge gen --shared`) only for a generator that asked for `shared=True`.
-                None if implicit => kind.default_state_path(&opts).or_raise_shared(py)?,
-                None => shared_path(&kind, &opts)?,
-            };
-            let mut st = StateOptions::new(path);
-            if let Some(m) = state_mode {
-                // As `idforge gen --state-mode`: permission bits only (no setuid, setgid or
-                // sticky bit, nothing above them).
-                if m > 0o777 {
-                    return Err(PyValueError::new_err(format!(
-                        "state_mode {m:#o} is not permission bits: use 0o600 or 0o660, at most 0o777"
-                    )));
-                }
-                st = st.shared_mode(m);
-            }
-            st.durable = durable;
-            opts.state = Some(st);
-        } else if durable || state_mode.is_some() {
-            return Err(PyValueError::new_err(
-                "durable and state_mode apply to host-wide generators: leave out shared=False",
-            ));
-        }
+        let shared = implicit.is_some();
+        let implicit = implicit == Some(true);
         // Opening may create and check a state file, or start the ticker's thread: with the GIL
         // held, so that no thread of this interpreter forks meanwhile (a child forked while the
         // ticker's start lock or a state directory's creation was half done waited for ever on
@@ -1005,7 +865,7 @@ fn default_gen<'py>(
     let g = once(&DEFAULTS[slot], py, || {
         let kind = Kind::from_name(scheme, None).or_raise(py)?;
         let mut opts = OpenOptions::default();
-        let g = if shared_by_default(&kind)? {
+        let g = if placement::shared_by_default(&kind).or_raise(py)? {
             let path = kind.default_state_path(&opts).or_raise_shared(py)?;
             opts.state = Some(StateOptions::new(path));
             // With the GIL held (see `Generator.__new__` and `once`).

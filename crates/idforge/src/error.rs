@@ -234,10 +234,84 @@ pub enum Error {
     /// A shared state file could not be used.
     #[error(transparent)]
     StateFile(#[from] StateFileError),
+    /// Settings that contradict each other or cannot be used as given (a relative state path,
+    /// an in-process generator asked for a state file mode, `IDFORGE_SHARED=maybe`).
+    #[error("{setting}: {why}")]
+    Setting {
+        /// The setting or settings, as given.
+        setting: String,
+        /// Why they are refused, and what to give instead.
+        why: String,
+    },
     /// The ticker clock (`ticker::TickerClock`) cannot run: its thread cannot be started, or
     /// forks cannot be detected.
     #[error("the ticker clock cannot run: {0}; use the default clock (`SystemClock`) instead")]
     ClockUnavailable(String),
+}
+
+impl Error {
+    /// The family of the error, as the language packages name their error classes (Python's
+    /// exceptions, JavaScript's `Error` subclasses): `NodeError`, `UnknownSchemeError`,
+    /// `ParseError`, `ClockBehindError`, `ClockError`, `LeaseLostError`, `StateFileLostError`,
+    /// `StateFileRefusedError` (a file idforge will not use as it is), `StateFileError` (one it
+    /// cannot use), or `ConfigError` for everything else.
+    ///
+    /// ```
+    /// let e = idforge::schemes::catalog::Kind::from_name("snowflak", None).unwrap_err();
+    /// assert_eq!(e.family(), "UnknownSchemeError");
+    /// assert_eq!(e.variant_name(), "UnknownScheme");
+    /// ```
+    pub fn family(&self) -> &'static str {
+        use StateFileError as S;
+        match self {
+            Error::NodeRequired { .. } | Error::NodeOutOfRange { .. } | Error::HostRequired => {
+                "NodeError"
+            }
+            Error::UnknownScheme(_) => "UnknownSchemeError",
+            Error::MalformedId { .. }
+            | Error::AmbiguousId { .. }
+            | Error::WrongVersion { .. }
+            | Error::WrongVariant { .. }
+            | Error::IdTooWide { .. }
+            | Error::InvalidTime { .. }
+            | Error::ByteLength { .. } => "ParseError",
+            Error::ClockBehind { .. } => "ClockBehindError",
+            Error::BeforeEpoch { .. }
+            | Error::TimeOutOfRange { .. }
+            | Error::ClockUnavailable(_) => "ClockError",
+            Error::LeaseLost { .. } => "LeaseLostError",
+            Error::StateFile(S::Lost { .. }) => "StateFileLostError",
+            Error::StateFile(
+                S::Truncated { .. }
+                | S::Foreign { .. }
+                | S::Version { .. }
+                | S::Corrupt { .. }
+                | S::Mismatch { .. }
+                | S::PolicyMismatch { .. }
+                | S::Untrusted { .. },
+            ) => "StateFileRefusedError",
+            Error::StateFile(_) => "StateFileError",
+            _ => "ConfigError",
+        }
+    }
+
+    /// The variant's name (`NodeRequired`, or `StateFile.Foreign` for a state file error): a
+    /// stable name for programs to test, where the message is for people.
+    pub fn variant_name(&self) -> String {
+        let dbg = format!("{self:?}");
+        let head = |s: &str| -> String {
+            s.split(|c: char| !c.is_alphanumeric() && c != '_')
+                .next()
+                .unwrap_or_default()
+                .to_string()
+        };
+        match self {
+            Error::StateFile(_) => {
+                format!("StateFile.{}", head(dbg.trim_start_matches("StateFile(")))
+            }
+            _ => head(&dbg),
+        }
+    }
 }
 
 /// Shortens user input for an error message.

@@ -10,6 +10,7 @@ pub mod locality;
 pub mod nanots;
 pub mod objectid;
 pub mod open;
+pub mod placement;
 pub mod snowflake;
 pub mod tsid;
 pub mod typeid;

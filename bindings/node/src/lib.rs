@@ -1,0 +1,790 @@
+//! `idforge.<platform>.node`: the Node.js addon over the idforge engine (napi-rs). Every
+//! generator is opened through the library's `schemes::open` and placed by its
+//! `schemes::placement` (the rules the Python package follows: host-wide by default), every id
+//! is decoded by its `inspect`; this crate only converts between JavaScript values and the
+//! library's. `index.js` wraps it: it checks arguments, turns errors into the package's `Error`
+//! subclasses and `inspect`'s times into `Date`s.
+//!
+//! An error crosses to JavaScript with `code` set to `Family:ERR_IDFORGE_VARIANT` (the library's
+//! `Error::family` and `Error::variant_name`), which `index.js` splits into the class and the
+//! stable `code`.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use idforge::schemes::catalog::Kind;
+use idforge::schemes::open::{ClockChoice, OpenOptions, Opened, TextFormat};
+use idforge::schemes::placement::{self, Placement};
+use idforge::text::Format;
+use idforge::{OnClockBehind, OnExhausted, RandomSource};
+use napi::bindgen_prelude::{
+    BigInt, BigUint64Array, Buffer, Either, ToNapiValue, TypeName, ValueType,
+};
+use napi::{sys, Status};
+use napi_derive::napi;
+
+type JsErr = napi::Error<String>;
+type Res<T> = std::result::Result<T, JsErr>;
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+/// The library's names for its settings (Rust items) as this package's options, most specific
+/// first, so that a message says what to pass here (`{ state: PATH }`).
+const SETTINGS: [(&str, &str); 20] = [
+    (
+        "a fixed clock (`at`) with `shared` true",
+        "at with shared: true",
+    ),
+    ("`shared` false", "shared: false"),
+    ("`shared` true", "shared: true"),
+    ("add `state`", "add { state: PATH }"),
+    ("`state`", "state"),
+    ("`durable` or `state_mode`", "durable or stateMode"),
+    ("`state_mode`", "stateMode"),
+    ("as the `node` setting", "as the node option ({ node: N })"),
+    ("give the `node` option", "give the node option"),
+    ("give no `node` setting", "leave out the node option"),
+    (
+        "(`StateOptions::path`, or IDFORGE_STATE_DIR)",
+        "({ state: PATH }, or IDFORGE_STATE_DIR)",
+    ),
+    ("(`StateOptions::path`)", "({ state: PATH })"),
+    (
+        "(`StateOptions::shared_mode`, e.g. 660)",
+        "({ stateMode: 0o660 }, for instance)",
+    ),
+    ("`StateOptions::shared_mode`", "stateMode"),
+    (
+        "(`Policy`: `on_exhausted`, `max_lead`, `on_clock_behind`)",
+        "(policy: { onExhausted, maxLead, onClockBehind })",
+    ),
+    ("(`Policy::max_lead`)", "(policy: { maxLead: SECONDS })"),
+    (
+        "(`OnClockBehind::Wait`)",
+        "(policy: { onClockBehind: 'wait' })",
+    ),
+    ("(`at`)", "(at)"),
+    ("(Policy::UNBOUNDED)", "(an unbounded lead)"),
+    (
+        "`Scheme::Custom(Layout::parse_spec(spec)?)`",
+        "`new Generator('custom', { layout: SPEC })`",
+    ),
+];
+
+/// The stable `code` of an error: `ERR_IDFORGE_` and the variant's name in capitals
+/// (`StateFile.Foreign` is `ERR_IDFORGE_STATE_FILE_FOREIGN`).
+fn error_code(e: &idforge::Error) -> String {
+    let mut code = String::from("ERR_IDFORGE");
+    let mut prev_lower = false;
+    for c in e.variant_name().chars() {
+        if c == '.' {
+            code.push('_');
+            prev_lower = false;
+            continue;
+        }
+        if c.is_ascii_uppercase() {
+            if prev_lower || code.ends_with("ERR_IDFORGE") {
+                code.push('_');
+            }
+            prev_lower = false;
+        } else {
+            prev_lower = true;
+        }
+        code.push(c.to_ascii_uppercase());
+    }
+    code
+}
+
+fn js_error(e: idforge::Error) -> napi::Error<String> {
+    let mut msg = e.to_string();
+    for (from, to) in SETTINGS {
+        msg = msg.replace(from, to);
+    }
+    napi::Error::new(format!("{}:{}", e.family(), error_code(&e)), msg)
+}
+
+/// As `js_error`, for a host-wide generator nobody asked for: a state file error says why there
+/// is a file and how to do without it.
+fn js_error_shared(e: idforge::Error) -> napi::Error<String> {
+    let hint = placement::hint_applies(&e);
+    let mut err = js_error(e);
+    if hint {
+        err.reason = format!(
+            "{} {}",
+            err.reason,
+            placement::shared_hint("{ shared: false }")
+        );
+    }
+    err
+}
+
+/// An argument error (a value `index.js` let through but the library refuses to read).
+fn arg_error(msg: impl Into<String>) -> napi::Error<String> {
+    napi::Error::new("TypeError:ERR_INVALID_ARG_VALUE".to_string(), msg.into())
+}
+
+trait OrThrow<T> {
+    fn or_throw(self) -> Res<T>;
+}
+
+impl<T> OrThrow<T> for Result<T, idforge::Error> {
+    fn or_throw(self) -> Result<T, JsErr> {
+        self.map_err(js_error)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Values
+
+/// ASCII text (every id's text is ASCII) made into a JavaScript string without a heap copy or
+/// UTF-8 decoding (`napi_create_string_latin1`).
+pub struct Ascii<T: AsciiText>(T);
+
+/// Text made of ASCII bytes.
+pub trait AsciiText {
+    fn ascii(&self) -> &[u8];
+}
+
+impl AsciiText for String {
+    fn ascii(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+impl AsciiText for idforge::text::Text {
+    fn ascii(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+impl<T: AsciiText> TypeName for Ascii<T> {
+    fn type_name() -> &'static str {
+        "String"
+    }
+    fn value_type() -> ValueType {
+        ValueType::String
+    }
+}
+
+impl<T: AsciiText> ToNapiValue for Ascii<T> {
+    unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
+        let bytes = val.0.ascii();
+        let mut out = std::ptr::null_mut();
+        // SAFETY: `env` is the live environment of this call (the caller's contract); the bytes
+        // are valid for `len` and copied by the call.
+        let status = unsafe {
+            sys::napi_create_string_latin1(
+                env,
+                bytes.as_ptr().cast(),
+                bytes.len() as isize,
+                &mut out,
+            )
+        };
+        if status != sys::Status::napi_ok {
+            return Err(napi::Error::new(
+                Status::from(status),
+                "cannot make a string".to_string(),
+            ));
+        }
+        Ok(out)
+    }
+}
+
+fn bigint(v: u128) -> BigInt {
+    BigInt::from(v)
+}
+
+fn u128_of(b: &BigInt) -> Result<u128, JsErr> {
+    if b.sign_bit || b.words.len() > 2 && b.words[2..].iter().any(|&w| w != 0) {
+        return Err(arg_error(
+            "an id is a non-negative integer of at most 128 bits",
+        ));
+    }
+    let lo = b.words.first().copied().unwrap_or(0);
+    let hi = b.words.get(1).copied().unwrap_or(0);
+    Ok((u128::from(hi) << 64) | u128::from(lo))
+}
+
+fn u64_of(b: &BigInt, what: &str) -> Result<u64, JsErr> {
+    let (negative, v, lossless) = b.get_u64();
+    if negative || !lossless {
+        return Err(arg_error(format!(
+            "{what} must be an integer from 0 to 2**64 - 1"
+        )));
+    }
+    Ok(v)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generator
+
+/// The policy of a generator; unset fields keep the scheme's default.
+#[napi(object)]
+pub struct PolicyOptions {
+    /// "wait" or "run-ahead".
+    pub on_exhausted: Option<String>,
+    /// Seconds ids may run ahead of the wall clock.
+    pub max_lead: Option<f64>,
+    /// "fail" or "wait".
+    pub on_clock_behind: Option<String>,
+}
+
+/// The options of `new Generator(scheme, options)`, already checked by `index.js`.
+#[napi(object)]
+pub struct GeneratorOptions {
+    pub node: Option<BigInt>,
+    pub shared: Option<bool>,
+    pub state: Option<String>,
+    pub clock: Option<String>,
+    pub policy: Option<PolicyOptions>,
+    pub layout: Option<String>,
+    pub format: Option<String>,
+    pub prefix: Option<String>,
+    pub host_digits: Option<u32>,
+    /// RFC 3339 text.
+    pub at: Option<String>,
+    pub fast_random: Option<bool>,
+    pub durable: Option<bool>,
+    pub state_mode: Option<u32>,
+    pub pid: Option<BigInt>,
+    pub mac_fragment: Option<BigInt>,
+    pub sequential: Option<bool>,
+}
+
+/// What `next()` returns.
+#[derive(Clone, Copy)]
+enum Out {
+    /// A string in the generator's text format (UUIDs, ULID, TypeID, ... or a format asked for).
+    Text,
+    /// A `bigint` (schemes written in decimal).
+    Int,
+}
+
+/// A generator of any idforge scheme (wrapped by `Generator` in `index.js`).
+#[napi]
+pub struct NativeGenerator {
+    g: Opened,
+    out: Out,
+    text: TextFormat,
+    width: u32,
+}
+
+fn clock_choice(s: &str) -> Result<ClockChoice, JsErr> {
+    Ok(match s {
+        "auto" => ClockChoice::Auto,
+        "precise" => ClockChoice::Precise,
+        "counter" => ClockChoice::Counter,
+        "ticker" => ClockChoice::Ticker,
+        _ => {
+            return Err(arg_error(format!(
+                "clock {s:?}: use 'auto', 'precise', 'counter' or 'ticker'"
+            )))
+        }
+    })
+}
+
+fn policy_of(kind: &Kind, p: &PolicyOptions) -> Result<idforge::Policy, JsErr> {
+    let mut base = match kind {
+        Kind::Layout(s) => s.default_policy(),
+        Kind::NanoTsHost => idforge::schemes::nanots::POLICY,
+        // Refused by `open` with its reason.
+        Kind::Locality | Kind::Uuid4 => idforge::Policy::DEFAULT,
+    };
+    if let Some(e) = &p.on_exhausted {
+        base.on_exhausted = match e.as_str() {
+            "wait" => OnExhausted::Wait,
+            "run-ahead" => OnExhausted::RunAhead,
+            _ => {
+                return Err(arg_error(format!(
+                    "policy.onExhausted {e:?}: use 'wait' or 'run-ahead'"
+                )))
+            }
+        };
+    }
+    if let Some(l) = p.max_lead {
+        base.max_lead = Duration::try_from_secs_f64(l).map_err(|_| {
+            arg_error(format!(
+                "policy.maxLead {l}: give a non-negative number of seconds"
+            ))
+        })?;
+    }
+    if let Some(b) = &p.on_clock_behind {
+        base.on_clock_behind = match b.as_str() {
+            "fail" => OnClockBehind::Fail,
+            "wait" => OnClockBehind::Wait,
+            _ => {
+                return Err(arg_error(format!(
+                    "policy.onClockBehind {b:?}: use 'fail' or 'wait'"
+                )))
+            }
+        };
+    }
+    Ok(base)
+}
+
+impl NativeGenerator {
+    fn open(
+        kind: &Kind,
+        opts: &OpenOptions,
+        format: Option<&str>,
+        prefix: Option<&str>,
+    ) -> Result<NativeGenerator, idforge::Error> {
+        let g = Opened::open(kind, opts)?;
+        let text = g.text_format_prefixed(format, prefix)?;
+        let out = if format.is_none()
+            && prefix.is_none()
+            && !g.is_uuid()
+            && text == TextFormat::Plain(Format::Dec)
+        {
+            Out::Int
+        } else {
+            Out::Text
+        };
+        let width = g.bits().div_ceil(8);
+        Ok(NativeGenerator {
+            g,
+            out,
+            text,
+            width,
+        })
+    }
+
+    fn text_of(&self, id: u128) -> Either<Ascii<String>, BigInt> {
+        match self.out {
+            Out::Int => Either::B(bigint(id)),
+            Out::Text => Either::A(Ascii(self.g.render(id, self.text))),
+        }
+    }
+
+    fn ids(&self, n: u32) -> Result<Vec<u128>, JsErr> {
+        let mut v = Vec::new();
+        v.try_reserve_exact(n as usize).map_err(|_| {
+            arg_error(format!(
+                "{n} ids do not fit in memory: take fewer at a time"
+            ))
+        })?;
+        self.g.take(u64::from(n), |id| v.push(id)).or_throw()?;
+        Ok(v)
+    }
+}
+
+#[napi]
+impl NativeGenerator {
+    #[napi(constructor)]
+    pub fn new(scheme: String, o: GeneratorOptions) -> Result<Self, JsErr> {
+        let kind = Kind::from_name(&scheme, o.layout.as_deref()).or_throw()?;
+        if o.at.is_some() && o.clock.as_deref().is_some_and(|c| c != "auto") {
+            return Err(arg_error(
+                "at fixes the clock, so clock would be ignored: give one or the other",
+            ));
+        }
+        let at_ns =
+            o.at.as_deref()
+                .map(idforge::time::parse_rfc3339)
+                .transpose()
+                .or_throw()?;
+        let mut opts = OpenOptions {
+            node: o.node.as_ref().map(|n| u64_of(n, "node")).transpose()?,
+            host_digits: o.host_digits,
+            pid: o.pid.as_ref().map(|n| u64_of(n, "pid")).transpose()?,
+            mac_fragment: o
+                .mac_fragment
+                .as_ref()
+                .map(|n| u64_of(n, "macFragment"))
+                .transpose()?,
+            sequential: o.sequential.unwrap_or(false),
+            at_ns,
+            clock: clock_choice(o.clock.as_deref().unwrap_or("auto"))?,
+            random: if o.fast_random.unwrap_or(false) {
+                RandomSource::Fast
+            } else {
+                RandomSource::Secure
+            },
+            ..OpenOptions::default()
+        };
+        if let Some(p) = &o.policy {
+            if at_ns.is_some() {
+                // As `idforge gen --at` refuses --max-lead and friends.
+                return Err(js_error(idforge::Error::NotApplicable {
+                    scheme: kind.name().to_string(),
+                    setting: "a policy with a fixed clock (`at`)".into(),
+                    why: "a fixed clock runs with no bound on the lead (Policy::UNBOUNDED)".into(),
+                }));
+            }
+            opts.policy = Some(policy_of(&kind, p)?);
+        }
+        // Host-wide unless asked otherwise (the library's `Placement`, which the Python package
+        // shares): cluster and PM2 workers, and children started by child_process.fork, then
+        // draw from one sequence.
+        let asked = o.shared.is_some() || o.state.is_some();
+        let placed = Placement {
+            shared: o.shared,
+            state: o.state.map(PathBuf::from),
+            state_mode: o.state_mode,
+            durable: o.durable.unwrap_or(false),
+        }
+        .apply(&kind, &mut opts, o.policy.is_some());
+        let to_js = if asked { js_error } else { js_error_shared };
+        let implicit = placed.map_err(to_js)? == Some(true);
+        let opened = NativeGenerator::open(&kind, &opts, o.format.as_deref(), o.prefix.as_deref());
+        opened.map_err(if implicit { js_error_shared } else { js_error })
+    }
+
+    /// The next id: a string, or a `bigint` for schemes written in decimal.
+    #[napi]
+    pub fn next(&self) -> Result<Either<Ascii<String>, BigInt>, JsErr> {
+        Ok(self.text_of(self.g.next().or_throw()?))
+    }
+
+    /// The next id as text in the generator's format.
+    #[napi]
+    pub fn next_string(&self) -> Result<Ascii<String>, JsErr> {
+        Ok(Ascii(self.g.render(self.g.next().or_throw()?, self.text)))
+    }
+
+    /// The next id as a `bigint`.
+    #[napi]
+    pub fn next_big_int(&self) -> Result<BigInt, JsErr> {
+        Ok(bigint(self.g.next().or_throw()?))
+    }
+
+    /// `n` ids as an array of what `next()` returns.
+    #[napi]
+    pub fn take(&self, n: u32) -> Result<Vec<Either<Ascii<String>, BigInt>>, JsErr> {
+        Ok(self
+            .ids(n)?
+            .into_iter()
+            .map(|id| self.text_of(id))
+            .collect())
+    }
+
+    /// `n` ids as an array of strings.
+    #[napi]
+    pub fn take_strings(&self, n: u32) -> Result<Vec<Ascii<String>>, JsErr> {
+        Ok(self
+            .ids(n)?
+            .into_iter()
+            .map(|id| Ascii(self.g.render(id, self.text)))
+            .collect())
+    }
+
+    /// `n` ids as an array of `bigint`s.
+    #[napi]
+    pub fn take_big_ints(&self, n: u32) -> Result<Vec<BigInt>, JsErr> {
+        Ok(self.ids(n)?.into_iter().map(bigint).collect())
+    }
+
+    /// `n` ids in one `Buffer`: each big-endian in `width` bytes, in issue order.
+    #[napi]
+    pub fn take_buffer(&self, n: u32) -> Result<Buffer, JsErr> {
+        let w = self.width as usize;
+        let mut buf = Vec::new();
+        buf.try_reserve_exact(n as usize * w).map_err(|_| {
+            arg_error(format!(
+                "{n} ids do not fit in memory: take fewer at a time"
+            ))
+        })?;
+        self.g
+            .take(u64::from(n), |id| {
+                buf.extend_from_slice(&id.to_be_bytes()[16 - w..]);
+            })
+            .or_throw()?;
+        Ok(buf.into())
+    }
+
+    /// `n` ids of at most 64 bits in a `BigUint64Array`, in issue order.
+    #[napi]
+    pub fn take_big_uint64(&self, n: u32) -> Result<BigUint64Array, JsErr> {
+        if self.g.bits() > 64 {
+            return Err(arg_error(format!(
+                "{} ids have {} bits, more than a BigUint64Array holds: use takeBuffer",
+                self.g.name(),
+                self.g.bits()
+            )));
+        }
+        let mut v: Vec<u64> = Vec::new();
+        v.try_reserve_exact(n as usize).map_err(|_| {
+            arg_error(format!(
+                "{n} ids do not fit in memory: take fewer at a time"
+            ))
+        })?;
+        self.g
+            .take(u64::from(n), |id| v.push(id as u64))
+            .or_throw()?;
+        Ok(BigUint64Array::new(v))
+    }
+
+    /// An id (a `bigint`) as text in the generator's format.
+    #[napi]
+    pub fn format(&self, id: BigInt) -> Result<Ascii<String>, JsErr> {
+        let v = u128_of(&id)?;
+        let bits = self.g.bits();
+        if bits < 128 && v >> bits != 0 {
+            return Err(arg_error(format!(
+                "{v} does not fit in the {bits} bits of a {} id",
+                self.g.name()
+            )));
+        }
+        Ok(Ascii(self.g.render(v, self.text)))
+    }
+
+    #[napi(getter)]
+    pub fn scheme(&self) -> String {
+        self.g.name().to_string()
+    }
+
+    #[napi(getter)]
+    pub fn bits(&self) -> u32 {
+        self.g.bits()
+    }
+
+    #[napi(getter)]
+    pub fn width(&self) -> u32 {
+        self.width
+    }
+
+    /// What `next()` returns: "string" or "bigint".
+    #[napi(getter)]
+    pub fn returns(&self) -> &'static str {
+        match self.out {
+            Out::Text => "string",
+            Out::Int => "bigint",
+        }
+    }
+
+    #[napi(getter)]
+    pub fn is_uuid(&self) -> bool {
+        self.g.is_uuid()
+    }
+
+    #[napi(getter)]
+    pub fn state_path(&self) -> Option<String> {
+        self.g.state_path().map(|p| p.display().to_string())
+    }
+
+    /// How far the last id is ahead of the wall clock, in seconds.
+    #[napi(getter)]
+    pub fn lead(&self) -> f64 {
+        self.g.lead().as_secs_f64()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Module functions: one process-wide generator per scheme, shared by every worker thread
+
+const DEFAULT_SCHEMES: [&str; 6] = ["uuid7", "ulid", "typeid", "nanots", "uprotocol", "locality"];
+static DEFAULTS: [OnceLock<Opened>; 6] = [const { OnceLock::new() }; 6];
+
+/// The module functions' generator of `DEFAULT_SCHEMES[slot]`, opened on first use in this
+/// process: host-wide as `new Generator(scheme)` (cluster and PM2 workers, forked children and
+/// separately started processes share one sequence), in-process with `IDFORGE_SHARED=0`. Every
+/// worker thread of the process uses the same one.
+fn default_gen(slot: usize) -> Result<&'static Opened, JsErr> {
+    if let Some(g) = DEFAULTS[slot].get() {
+        return Ok(g);
+    }
+    let kind = Kind::from_name(DEFAULT_SCHEMES[slot], None).or_throw()?;
+    let mut opts = OpenOptions::default();
+    let implicit = Placement::default()
+        .apply(&kind, &mut opts, false)
+        .map_err(js_error_shared)?;
+    let g = Opened::open(&kind, &opts).map_err(if implicit.is_some() {
+        js_error_shared
+    } else {
+        js_error
+    })?;
+    // Two threads may both open one; the first stored is kept, the other issued nothing.
+    let _ = DEFAULTS[slot].set(g);
+    Ok(DEFAULTS[slot].get().expect("a value was stored just above"))
+}
+
+/// A UUIDv7 (RFC 9562, monotonic), as 36 characters.
+#[napi]
+pub fn uuid7() -> Result<Ascii<idforge::text::Text>, JsErr> {
+    let id = default_gen(0)?.next().or_throw()?;
+    Ok(Ascii(idforge::text::encode(id, 128, Format::Uuid)))
+}
+
+/// `n` UUIDv7s in one `Buffer` of 16 bytes each.
+#[napi]
+pub fn uuid7_buffer(n: u32) -> Result<Buffer, JsErr> {
+    let g = default_gen(0)?;
+    let mut buf = Vec::new();
+    buf.try_reserve_exact(n as usize * 16).map_err(|_| {
+        arg_error(format!(
+            "{n} ids do not fit in memory: take fewer at a time"
+        ))
+    })?;
+    g.take(u64::from(n), |id| buf.extend_from_slice(&id.to_be_bytes()))
+        .or_throw()?;
+    Ok(buf.into())
+}
+
+/// A UUIDv4 (122 bits from the secure generator), as 36 characters.
+#[napi]
+pub fn uuid4() -> Ascii<idforge::text::Text> {
+    Ascii(idforge::text::encode(
+        idforge::schemes::uuid4::uuid4(),
+        128,
+        Format::Uuid,
+    ))
+}
+
+/// A monotonic ULID, as 26 characters.
+#[napi]
+pub fn ulid() -> Result<Ascii<idforge::text::Text>, JsErr> {
+    let id = default_gen(1)?.next().or_throw()?;
+    Ok(Ascii(idforge::text::encode(id, 128, Format::Ulid)))
+}
+
+/// A TypeID: `prefix_` and the 26-character suffix (the bare suffix for prefix "").
+#[napi]
+pub fn typeid(prefix: String) -> Result<String, JsErr> {
+    let p = idforge::text::TypeIdPrefix::new(&prefix).or_throw()?;
+    let id = default_gen(2)?.next().or_throw()?;
+    Ok(p.encode(id).as_str().to_string())
+}
+
+/// A nanots timestamp id: Unix nanoseconds, unique on the host.
+#[napi]
+pub fn nanots() -> Result<BigInt, JsErr> {
+    Ok(bigint(default_gen(3)?.next().or_throw()?))
+}
+
+/// A uProtocol UUIDv7, as 36 characters.
+#[napi]
+pub fn uprotocol() -> Result<Ascii<idforge::text::Text>, JsErr> {
+    let id = default_gen(4)?.next().or_throw()?;
+    Ok(Ascii(idforge::text::encode(id, 128, Format::Uuid)))
+}
+
+/// A Locality UUID, as 36 characters.
+#[napi]
+pub fn locality() -> Result<Ascii<idforge::text::Text>, JsErr> {
+    let id = default_gen(5)?.next().or_throw()?;
+    Ok(Ascii(idforge::text::encode(id, 128, Format::Uuid)))
+}
+
+// ---------------------------------------------------------------------------------------------
+// inspect
+
+/// An id's parts, as the library's `inspect` decodes them (`index.js` adds `date`).
+#[napi(object)]
+pub struct Decoded {
+    pub input: String,
+    pub scheme: String,
+    pub value: BigInt,
+    pub bits: u32,
+    pub unix_ns: Option<BigInt>,
+    pub time: Option<String>,
+    pub node: Option<BigInt>,
+    pub counter: Option<BigInt>,
+    pub random: Option<BigInt>,
+    pub version: Option<u32>,
+    pub variant: Option<u32>,
+    pub canonical: String,
+    pub pid: Option<u32>,
+    pub mac: Option<String>,
+    pub prefix: Option<String>,
+    pub layouts: Vec<String>,
+    pub note: Option<String>,
+    pub hint: Option<String>,
+    /// Each field, in the order of the layout.
+    pub parts: Vec<DecodedPart>,
+}
+
+/// One field of a decoded id: a number as `int`, anything else as `text`.
+#[napi(object)]
+pub struct DecodedPart {
+    pub name: String,
+    pub int: Option<BigInt>,
+    pub text: Option<String>,
+}
+
+/// Decodes id text as `scheme` (or as what the text shows).
+#[napi]
+pub fn inspect(
+    text: String,
+    scheme: Option<String>,
+    format: Option<String>,
+    layout: Option<String>,
+    host_digits: Option<u32>,
+) -> Result<Decoded, JsErr> {
+    let kind = match scheme.as_deref() {
+        Some(s) => Some(Kind::from_name(s, layout.as_deref()).or_throw()?),
+        None if layout.is_some() => return Err(arg_error("a layout needs scheme 'custom'")),
+        None => None,
+    };
+    let format = format
+        .map(|f| f.parse::<Format>().map_err(idforge::Error::InvalidFormat))
+        .transpose()
+        .or_throw()?;
+    let d = idforge::inspect::inspect_as(&text, kind.as_ref(), format, host_digits).or_throw()?;
+    let value = match &d.wide {
+        // Wider than 128 bits (a KSUID, 160): every byte, as a bigint holds it.
+        Some(bytes) => {
+            let mut words = Vec::new();
+            for chunk in bytes.rchunks(8) {
+                let mut w = [0u8; 8];
+                w[8 - chunk.len()..].copy_from_slice(chunk);
+                words.push(u64::from_be_bytes(w));
+            }
+            BigInt {
+                sign_bit: false,
+                words,
+            }
+        }
+        None => bigint(d.value),
+    };
+    let parts = d
+        .parts()
+        .into_iter()
+        .map(|(k, v)| match v {
+            idforge::inspect::Part::Int(n) => DecodedPart {
+                name: k.to_string(),
+                int: Some(bigint(n)),
+                text: None,
+            },
+            other => DecodedPart {
+                name: k.to_string(),
+                int: None,
+                text: Some(other.to_string()),
+            },
+        })
+        .collect();
+    Ok(Decoded {
+        input: d.input.clone(),
+        scheme: d.scheme.to_string(),
+        value,
+        bits: d.bits,
+        unix_ns: d.unix_ns.map(bigint),
+        time: d.time.clone(),
+        node: d.node.map(bigint),
+        counter: d.counter.map(bigint),
+        random: d.random.map(bigint),
+        version: d.version.map(u32::from),
+        variant: d.variant.map(u32::from),
+        canonical: d.canonical.clone(),
+        pid: d.pid,
+        mac: d.mac.clone(),
+        prefix: d.prefix.clone(),
+        layouts: d.layouts.iter().map(|l| l.to_string()).collect(),
+        note: d.note.clone(),
+        hint: d.hint(),
+        parts,
+    })
+}
+
+/// The names of every scheme, in the order `idforge schemes` lists them.
+#[napi]
+pub fn scheme_names() -> Vec<&'static str> {
+    idforge::schemes::catalog::NAMES.to_vec()
+}
+
+/// The package's version.
+#[napi]
+pub fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
