@@ -174,6 +174,9 @@ function smallInt(v, name, max) {
 /** The largest count of ids one call makes: the addon takes a 32-bit count. */
 const MAX_COUNT = 2 ** 32 - 1;
 
+/** The machine's memory (read once: `os.totalmem()` costs microseconds a call). */
+const TOTAL_MEMORY = os.totalmem();
+
 /** A count of ids whose `bytesPerId` fit in memory (and, for a Buffer, in one Buffer). */
 function count(n, bytesPerId, what) {
   const c = smallInt(n, 'n', MAX_COUNT);
@@ -183,10 +186,10 @@ function count(n, bytesPerId, what) {
       `${c} ids take ${bytes} bytes, more than one Buffer holds (${bufferConstants.MAX_LENGTH}): take fewer at a time`,
     );
   }
-  if (bytes > os.totalmem()) {
+  if (bytes > TOTAL_MEMORY) {
     throw rangeError(
       `${c} ids would take about ${(bytes / 2 ** 30).toFixed(1)} GiB, more than this machine's ` +
-        `${(os.totalmem() / 2 ** 30).toFixed(1)} GiB: take fewer at a time`,
+        `${(TOTAL_MEMORY / 2 ** 30).toFixed(1)} GiB: take fewer at a time`,
     );
   }
   return c;
@@ -286,18 +289,20 @@ function generatorOptions(options) {
  * opens the same scheme (and node) draws from one sequence, kept in a state file.
  */
 class Generator {
-  #g;
+  #h;
+  #info;
 
   constructor(scheme, options = {}) {
     string(scheme, 'scheme');
     const opts = generatorOptions(options);
-    this.#g = call(() => new native.NativeGenerator(scheme, opts));
+    this.#h = call(() => native.openGenerator(scheme, opts));
+    this.#info = native.genInfo(this.#h);
   }
 
   /** The next id: a string, or a bigint for schemes written in decimal (snowflake, nanots). */
   next() {
     try {
-      return this.#g.next();
+      return native.genNext(this.#h);
     } catch (e) {
       throw convert(e);
     }
@@ -306,7 +311,7 @@ class Generator {
   /** The next id as text in the generator's format. */
   nextString() {
     try {
-      return this.#g.nextString();
+      return native.genNextString(this.#h);
     } catch (e) {
       throw convert(e);
     }
@@ -315,7 +320,7 @@ class Generator {
   /** The next id as a bigint. */
   nextBigInt() {
     try {
-      return this.#g.nextBigInt();
+      return native.genNextBigInt(this.#h);
     } catch (e) {
       throw convert(e);
     }
@@ -324,72 +329,92 @@ class Generator {
   /** `n` ids as an array of what `next()` returns, in issue order. */
   take(n) {
     const c = count(n, 96, 'array');
-    return call(() => this.#g.take(c));
+    return call(() => native.genTake(this.#h, c));
   }
 
   /** `n` ids as an array of strings. */
   takeStrings(n) {
     const c = count(n, 96, 'array');
-    return call(() => this.#g.takeStrings(c));
+    return call(() => native.genTakeStrings(this.#h, c));
   }
 
   /** `n` ids as an array of bigints. */
   takeBigInts(n) {
     const c = count(n, 64, 'array');
-    return call(() => this.#g.takeBigInts(c));
+    return call(() => native.genTakeBigInts(this.#h, c));
   }
 
   /** `n` ids in one Buffer: each big-endian in `width` bytes, in issue order. */
   takeBuffer(n) {
-    const c = count(n, this.#g.width, 'buffer');
-    return call(() => this.#g.takeBuffer(c));
+    const w = this.#info.width;
+    const c = count(n, w, 'buffer');
+    const buf = Buffer.allocUnsafe(c * w);
+    try {
+      native.genFillBuffer(this.#h, buf);
+    } catch (e) {
+      throw convert(e);
+    }
+    return buf;
   }
 
   /** `n` ids of at most 64 bits in a BigUint64Array, in issue order. */
   takeBigUint64(n) {
     const c = count(n, 8, 'buffer');
-    return call(() => this.#g.takeBigUint64(c));
+    if (this.#info.bits > 64) {
+      throw codeError(
+        TypeError,
+        `${this.#info.scheme} ids have ${this.#info.bits} bits, more than a BigUint64Array holds: use takeBuffer`,
+        'ERR_INVALID_ARG_VALUE',
+      );
+    }
+    const ids = new BigUint64Array(c);
+    try {
+      native.genFillBigUint64(this.#h, ids);
+    } catch (e) {
+      throw convert(e);
+    }
+    return ids;
   }
 
   /** An id's value (a bigint, as `nextBigInt()` returns it) as text in the generator's format. */
   format(id) {
     if (typeof id !== 'bigint') throw typeError(`id must be a bigint, not ${describe(id)}`);
-    return call(() => this.#g.format(bigintArg(id, 'id', 2n ** 128n - 1n)));
+    return call(() => native.genFormat(this.#h, bigintArg(id, 'id', 2n ** 128n - 1n)));
   }
 
   /** The scheme's name. */
   get scheme() {
-    return this.#g.scheme;
+    return this.#info.scheme;
   }
 
   /** Width of an id in bits. */
   get bits() {
-    return this.#g.bits;
+    return this.#info.bits;
   }
 
   /** Bytes per id in `takeBuffer`. */
   get width() {
-    return this.#g.width;
+    return this.#info.width;
   }
 
   /** What `next()` returns: 'string' or 'bigint'. */
   get returns() {
-    return this.#g.returns;
+    return this.#info.returns;
   }
 
   /** Whether ids are UUIDs. */
   get isUuid() {
-    return this.#g.isUuid;
+    return this.#info.isUuid;
   }
 
   /** The state file of a host-wide generator; null for an in-process one. */
   get statePath() {
-    return this.#g.statePath ?? null;
+    return this.#info.statePath ?? null;
   }
 
   /** How far the last id is ahead of the wall clock, in seconds. */
   get lead() {
-    return this.#g.lead;
+    return native.genLead(this.#h);
   }
 
   /** Endless ids: `for (const id of g)` (break out of it). */
@@ -417,7 +442,13 @@ function uuid7() {
 /** `n` UUIDv7s in one Buffer of 16 bytes each, in issue order. */
 function uuid7Buffer(n) {
   const c = count(n, 16, 'buffer');
-  return call(() => native.uuid7Buffer(c));
+  const buf = Buffer.allocUnsafe(c * 16);
+  try {
+    native.uuid7Fill(buf);
+  } catch (e) {
+    throw convert(e);
+  }
+  return buf;
 }
 
 /** A UUIDv4 (122 random bits from the operating system's secure generator). */
