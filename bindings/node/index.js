@@ -66,6 +66,7 @@ function convert(e) {
       const family = e.code.slice(0, i);
       const code = e.code.slice(i + 1);
       if (family === 'TypeError') return codeError(TypeError, e.message, code);
+      if (family === 'RangeError') return codeError(RangeError, e.message, code);
       const Class = FAMILIES[family];
       if (Class) return new Class(e.message, code);
     }
@@ -244,11 +245,19 @@ function atText(v) {
   throw typeError(`at must be RFC 3339 text or a Date, not ${describe(v)}`);
 }
 
+/** The options as given: own properties only (a property inherited from a polluted
+ * `Object.prototype` is not an option anyone gave). */
+function own(o, known, name) {
+  checkKeys(o, known, name);
+  const out = Object.create(null);
+  for (const k of known) if (Object.hasOwn(o, k) && o[k] !== undefined) out[k] = o[k];
+  return out;
+}
+
 function generatorOptions(options) {
-  const o = plainObject(options, 'options');
-  checkKeys(o, OPTIONS, 'options');
-  const out = {};
-  const given = (k) => o[k] !== undefined;
+  const o = own(plainObject(options, 'options'), OPTIONS, 'options');
+  const out = Object.create(null);
+  const given = (k) => k in o;
   if (given('node')) out.node = bigintArg(o.node, 'node');
   if (given('pid')) out.pid = bigintArg(o.pid, 'pid');
   if (given('macFragment')) out.macFragment = bigintArg(o.macFragment, 'macFragment');
@@ -260,13 +269,16 @@ function generatorOptions(options) {
   }
   if (given('hostDigits')) out.hostDigits = smallInt(o.hostDigits, 'hostDigits', 2 ** 32 - 1);
   if (given('stateMode')) {
-    out.stateMode = smallInt(o.stateMode, 'stateMode', 0o777);
+    const m = o.stateMode;
+    if (typeof m === 'number' && Number.isInteger(m) && (m < 0 || m > 0o777)) {
+      throw rangeError(`stateMode must be permission bits from 0o000 to 0o777 (0o600, 0o660), not 0o${m.toString(8)}`);
+    }
+    out.stateMode = smallInt(m, 'stateMode', 0o777);
   }
   if (given('at')) out.at = atText(o.at);
   if (given('policy')) {
-    const p = plainObject(o.policy, 'policy');
-    checkKeys(p, POLICY, 'policy');
-    const policy = {};
+    const p = own(plainObject(o.policy, 'policy'), POLICY, 'policy');
+    const policy = Object.create(null);
     if (p.onExhausted !== undefined) policy.onExhausted = string(p.onExhausted, 'policy.onExhausted');
     if (p.onClockBehind !== undefined) policy.onClockBehind = string(p.onClockBehind, 'policy.onClockBehind');
     if (p.maxLead !== undefined) {
@@ -508,8 +520,7 @@ function inspect(id, scheme, options = {}) {
     text = id.toString();
   } else throw typeError(`id must be a string or a bigint, not ${describe(id)}`);
   if (scheme !== undefined && scheme !== null) string(scheme, 'scheme');
-  const o = plainObject(options, 'options');
-  checkKeys(o, INSPECT, 'options');
+  const o = own(plainObject(options, 'options'), INSPECT, 'options');
   if (o.format !== undefined) string(o.format, 'format');
   if (o.layout !== undefined) string(o.layout, 'layout');
   const hostDigits = o.hostDigits === undefined ? null : smallInt(o.hostDigits, 'hostDigits', 2 ** 32 - 1);

@@ -10,7 +10,7 @@
 //! stable `code`.
 
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use idforge::schemes::catalog::Kind;
@@ -103,19 +103,56 @@ fn js_error(e: idforge::Error) -> napi::Error<String> {
     napi::Error::new(format!("{}:{}", e.family(), error_code(&e)), msg)
 }
 
-/// As `js_error`, for a host-wide generator nobody asked for: a state file error says why there
-/// is a file and how to do without it.
-fn js_error_shared(e: idforge::Error) -> napi::Error<String> {
+/// Who chose where a host-wide generator's sequence lives, for what its errors advise.
+#[derive(Clone, Copy)]
+enum Placed {
+    /// The caller (`state`, `shared: true`).
+    Asked,
+    /// Nobody: `new Generator(scheme)`, host-wide by default.
+    Implicit,
+    /// A module function (`uuid7()`), which takes no options.
+    Module,
+}
+
+/// As `js_error`, for a host-wide generator: a state file error nobody asked for says why there
+/// is a file and how to do without it, and one of a module function names what it can change
+/// (the environment, not options it does not take).
+fn placed_error(e: idforge::Error, how: Placed) -> napi::Error<String> {
     let hint = placement::hint_applies(&e);
-    let mut err = js_error(e);
+    let env_hint = placement::env_state_hint(&e);
+    let mut e = match how {
+        Placed::Module => {
+            let mut err = js_error(e);
+            err.reason = err
+                .reason
+                .replace(
+                    "({ state: PATH }, or IDFORGE_STATE_DIR)",
+                    "(IDFORGE_STATE_DIR)",
+                )
+                .replace("({ state: PATH })", "(IDFORGE_STATE_DIR)");
+            err
+        }
+        _ => js_error(e),
+    };
     if hint {
-        err.reason = format!(
-            "{} {}",
-            err.reason,
-            placement::shared_hint("{ shared: false }")
-        );
+        let how_not = match how {
+            Placed::Module => Some("a Generator with { shared: false }"),
+            Placed::Implicit => Some("{ shared: false }"),
+            Placed::Asked => None,
+        };
+        if let Some(h) = how_not {
+            e.reason = format!("{} {}", e.reason, placement::shared_hint(h));
+        }
     }
-    err
+    if let Some(h) = env_hint {
+        e.reason = format!("{} {h}", e.reason);
+    }
+    e
+}
+
+/// A value out of range (`RangeError`, `ERR_OUT_OF_RANGE` in `index.js`).
+fn range_error(msg: impl Into<String>) -> napi::Error<String> {
+    napi::Error::new("RangeError:ERR_OUT_OF_RANGE".to_string(), msg.into())
 }
 
 /// An argument error (a value `index.js` let through but the library refuses to read).
@@ -347,7 +384,7 @@ enum Out {
 /// A generator of any idforge scheme, held by a JavaScript external (`Handle`) that
 /// `Generator` in `index.js` keeps in a private field.
 pub struct NativeGenerator {
-    g: Opened,
+    g: Arc<Opened>,
     out: Out,
     text: TextFormat,
     width: u32,
@@ -387,8 +424,9 @@ fn policy_of(kind: &Kind, p: &PolicyOptions) -> Result<idforge::Policy, JsErr> {
     }
     if let Some(l) = p.max_lead {
         base.max_lead = Duration::try_from_secs_f64(l).map_err(|_| {
-            arg_error(format!(
-                "policy.maxLead {l}: give a non-negative number of seconds"
+            range_error(format!(
+                "policy.maxLead {l}: give a non-negative number of seconds, at most {}",
+                Duration::MAX.as_secs()
             ))
         })?;
     }
@@ -413,7 +451,8 @@ impl NativeGenerator {
         format: Option<&str>,
         prefix: Option<&str>,
     ) -> Result<NativeGenerator, idforge::Error> {
-        let g = Opened::open(kind, opts)?;
+        // Host-wide generators of the same options share one mapping of their file.
+        let g = placement::open_reused(kind, opts)?;
         let text = g.text_format_prefixed(format, prefix)?;
         let out = if format.is_none()
             && prefix.is_none()
@@ -506,10 +545,17 @@ impl NativeGenerator {
             durable: o.durable.unwrap_or(false),
         }
         .apply(&kind, &mut opts, o.policy.is_some());
-        let to_js = if asked { js_error } else { js_error_shared };
-        let implicit = placed.map_err(to_js)? == Some(true);
+        let how = if asked {
+            Placed::Asked
+        } else {
+            Placed::Implicit
+        };
+        let placed = placed.map_err(|e| placed_error(e, how))?;
         let opened = NativeGenerator::open(&kind, &opts, o.format.as_deref(), o.prefix.as_deref());
-        opened.map_err(if implicit { js_error_shared } else { js_error })
+        match placed {
+            Some(_) => opened.map_err(|e| placed_error(e, how)),
+            None => opened.map_err(js_error),
+        }
     }
 
     /// The next id: a string, or a `bigint` for schemes written in decimal.
@@ -626,12 +672,20 @@ impl NativeGenerator {
 // ---------------------------------------------------------------------------------------------
 // Handles: a generator behind a JavaScript external
 
-/// The type tag of the externals that hold a `NativeGenerator`: an external made by other code
-/// (or by another copy of this addon) is refused, never read as a generator.
-const GENERATOR_TAG: sys::napi_type_tag = sys::napi_type_tag {
-    lower: 0x6964_666f_7267_6501,
-    upper: 0x9e37_79b9_7f4a_7c15,
-};
+/// The type tag of the externals that hold a `NativeGenerator`, drawn at random when this copy
+/// of the addon is loaded: an external made by other code, or by another copy of this addon (a
+/// second version in one process, whose generators may be laid out differently), is refused,
+/// never read as a generator.
+fn generator_tag() -> &'static sys::napi_type_tag {
+    static TAG: OnceLock<sys::napi_type_tag> = OnceLock::new();
+    TAG.get_or_init(|| {
+        let r = idforge::schemes::uuid4::uuid4();
+        sys::napi_type_tag {
+            lower: r as u64,
+            upper: (r >> 64) as u64,
+        }
+    })
+}
 
 /// A new generator, handed to JavaScript as an external that owns it: freed when the external
 /// is collected. Not a napi-rs class: a class method call pays napi-rs's borrow bookkeeping (a
@@ -680,7 +734,7 @@ impl ToNapiValue for Handle {
             ));
         }
         // SAFETY: `out` is the external just made.
-        let status = unsafe { sys::napi_type_tag_object(env, out, &GENERATOR_TAG) };
+        let status = unsafe { sys::napi_type_tag_object(env, out, generator_tag()) };
         if status != sys::Status::napi_ok {
             return Err(napi::Error::new(
                 Status::from(status),
@@ -720,7 +774,7 @@ impl FromNapiValue for Gen {
         }
         let mut tagged = false;
         // SAFETY: as above; `val` is an external.
-        if unsafe { sys::napi_check_object_type_tag(env, val, &GENERATOR_TAG, &mut tagged) }
+        if unsafe { sys::napi_check_object_type_tag(env, val, generator_tag(), &mut tagged) }
             != sys::Status::napi_ok
             || !tagged
         {
@@ -825,29 +879,31 @@ pub fn gen_lead(g: Gen) -> f64 {
 // Module functions: one process-wide generator per scheme, shared by every worker thread
 
 const DEFAULT_SCHEMES: [&str; 6] = ["uuid7", "ulid", "typeid", "nanots", "uprotocol", "locality"];
-static DEFAULTS: [OnceLock<Opened>; 6] = [const { OnceLock::new() }; 6];
+static DEFAULTS: [OnceLock<Arc<Opened>>; 6] = [const { OnceLock::new() }; 6];
 
 /// The module functions' generator of `DEFAULT_SCHEMES[slot]`, opened on first use in this
 /// process: host-wide as `new Generator(scheme)` (cluster and PM2 workers, forked children and
 /// separately started processes share one sequence), in-process with `IDFORGE_SHARED=0`. Every
 /// worker thread of the process uses the same one.
 fn default_gen(slot: usize) -> Result<&'static Opened, JsErr> {
-    if let Some(g) = DEFAULTS[slot].get() {
+    if let Some(g) = DEFAULTS[slot].get().map(Arc::as_ref) {
         return Ok(g);
     }
     let kind = Kind::from_name(DEFAULT_SCHEMES[slot], None).or_throw()?;
     let mut opts = OpenOptions::default();
-    let implicit = Placement::default()
+    let placed = Placement::default()
         .apply(&kind, &mut opts, false)
-        .map_err(js_error_shared)?;
-    let g = Opened::open(&kind, &opts).map_err(if implicit.is_some() {
-        js_error_shared
-    } else {
-        js_error
+        .map_err(|e| placed_error(e, Placed::Module))?;
+    let g = placement::open_reused(&kind, &opts).map_err(|e| match placed {
+        Some(_) => placed_error(e, Placed::Module),
+        None => js_error(e),
     })?;
     // Two threads may both open one; the first stored is kept, the other issued nothing.
     let _ = DEFAULTS[slot].set(g);
-    Ok(DEFAULTS[slot].get().expect("a value was stored just above"))
+    Ok(DEFAULTS[slot]
+        .get()
+        .expect("a value was stored just above")
+        .as_ref())
 }
 
 /// A UUIDv7 (RFC 9562, monotonic), as 36 characters.

@@ -1038,6 +1038,14 @@ fn fork_generation() -> u64 {
 
 #[pymodule]
 fn _idforge(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // Making an object of a class here, at import, runs PyO3's own lazy once-cells while the
+    // importing thread is the only one in this module: the first object made later would
+    // otherwise initialise `is_runtime_3_10` (abi3's slot lookup) through
+    // `PyOnceLock::get_or_init`, which releases the GIL while the cell is marked as being
+    // initialised, and a thread that forked in that window left its child a cell nobody would
+    // finish (a child's first `uuid7()` waited for ever: seen 1 run in 2 on Python 3.9, gdb in
+    // `get_slot::is_runtime_3_10`).
+    drop(Py::new(m.py(), PyUuid { value: 0 })?);
     m.add_class::<PyGenerator>()?;
     m.add_class::<PyPolicy>()?;
     m.add_class::<PyUuid>()?;

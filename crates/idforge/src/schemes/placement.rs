@@ -29,13 +29,15 @@
 //! # Ok::<(), idforge::Error>(())
 //! ```
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::error::Error;
 use crate::shm::StateOptions;
 
 use super::catalog::Kind;
-use super::open::OpenOptions;
+use super::open::{OpenOptions, Opened};
 
 /// What a caller asked for about the sequence's place; `None` and `false` fields were not given.
 #[derive(Debug, Clone, Default)]
@@ -124,6 +126,19 @@ pub fn shared_hint(in_process: &str) -> String {
     )
 }
 
+/// What a state file error adds when `IDFORGE_STATE` is set and the file is another scheme's:
+/// that variable names one file, for one scheme.
+pub fn env_state_hint(e: &Error) -> Option<&'static str> {
+    let mismatch = matches!(
+        e,
+        Error::StateFile(crate::error::StateFileError::Mismatch { .. })
+    );
+    (mismatch && std::env::var_os("IDFORGE_STATE").is_some_and(|v| !v.is_empty())).then_some(
+        "(IDFORGE_STATE names one state file, which holds one scheme's sequence: to give each \
+         scheme its own file, unset it and set IDFORGE_STATE_DIR to their directory)",
+    )
+}
+
 /// Whether [`shared_hint`] helps with `e`: a state file that cannot be made, found or trusted.
 pub fn hint_applies(e: &Error) -> bool {
     use crate::error::StateFileError as S;
@@ -138,15 +153,25 @@ pub fn hint_applies(e: &Error) -> bool {
 impl Placement {
     /// Sets `opts.state` as asked: `Some(implicit)` for a host-wide generator (`implicit` when
     /// nobody asked for the file: the default, to which a state file error should add
-    /// [`shared_hint`]), `None` for an in-process one. A generator with a fixed clock
-    /// (`opts.at_ns`), a policy of its own (`own_policy`) or in durable mode stays in its
-    /// process unless asked: on the scheme's default file, whose every user must agree on
-    /// both, it would refuse (or be refused by) every default generator of the scheme.
+    /// [`shared_hint`]), `None` for an in-process one.
+    ///
+    /// Every user of a state file must agree on its policy and durability, so a generator with
+    /// a policy of its own (`own_policy`) or in durable mode must say where its sequence lives
+    /// (`state`, or `shared` false): it is refused otherwise, since on the scheme's default file
+    /// it would refuse (or be refused by) every default generator of the scheme, and kept in
+    /// its process unasked it would repeat the ids of processes started separately. A
+    /// generator with a fixed clock (`opts.at_ns`), made for reproducible ids, stays in its
+    /// process unless given a file of its own.
+    ///
+    /// The host-wide file is `state`, else `IDFORGE_STATE` (one file, as for
+    /// `idforge gen --shared`), else the scheme's file under the state directory
+    /// ([`env_state_path`]): the file the command line uses, whether the generator asked for
+    /// `shared` or not.
     ///
     /// # Errors
-    /// [`Error::Setting`] for settings that contradict each other, a relative path, or file
-    /// modes that are not permission bits; what [`shared_by_default`] and
-    /// [`Kind::default_state_path`] return.
+    /// [`Error::Setting`] for settings that contradict each other or leave the place of a
+    /// generator with its own policy open, a relative path, or file modes that are not
+    /// permission bits; what [`shared_by_default`] and [`Kind::default_state_path`] return.
     pub fn apply(
         &self,
         kind: &Kind,
@@ -175,18 +200,28 @@ impl Placement {
             ));
         }
         let implicit = self.shared.is_none() && self.state.is_none();
+        if implicit && !fixed && (own_policy || self.durable) && kind.host_wide() {
+            return Err(conflict(
+                if self.durable {
+                    "durable mode without `state` or `shared` false"
+                } else {
+                    "a policy of its own without `state` or `shared` false"
+                },
+                "every user of a state file must agree on its policy and durability, so this \
+                 generator cannot use the scheme's default file: add `state` (an absolute path \
+                 that every process with these settings uses) or `shared` false (this process \
+                 only: processes started separately can then repeat its ids)",
+            ));
+        }
         let shared = match self.shared {
             Some(s) => s || self.state.is_some(),
-            None => {
-                self.state.is_some()
-                    || (!fixed && !own_policy && !self.durable && shared_by_default(kind)?)
-            }
+            None => self.state.is_some() || (!fixed && shared_by_default(kind)?),
         };
         if !shared {
             if self.durable || self.state_mode.is_some() {
                 return Err(conflict(
                     "`durable` or `state_mode` with an in-process sequence",
-                    "they apply to host-wide generators: leave out `shared` false",
+                    "they apply to a state file: add `state` (or leave out `shared` false)",
                 ));
             }
             opts.state = None;
@@ -197,9 +232,9 @@ impl Placement {
                 require_absolute(p, "`state`")?;
                 p.clone()
             }
-            // The default file of the scheme and node; `IDFORGE_STATE` (one file, as for
-            // `idforge gen --shared`) only for a generator that asked for `shared` true.
-            None if implicit => kind.default_state_path(opts)?,
+            // The file `idforge gen --shared` uses, asked for or not: a default generator on
+            // another file than the command line's (or than a `shared` true one's) would repeat
+            // its ids.
             None => env_state_path(kind, opts)?,
         };
         let mut st = StateOptions::new(path);
@@ -218,4 +253,60 @@ impl Placement {
         opts.state = Some(st);
         Ok(Some(implicit))
     }
+}
+
+/// A host-wide generator opened once per process for each set of options (the state file
+/// among them) and handed out again while its file is the same file: a package whose callers
+/// make a generator per request (`new Generator('uuid7')` in a handler) would otherwise map the
+/// file once per call, and a process holds at most 256 mappings (each with its guard against a
+/// truncated file), which the garbage collector of the language frees late or never. An
+/// in-process generator (no `opts.state`) is opened anew each time.
+///
+/// A generator is handed out again only while the path names the file it mapped (same device
+/// and inode): a file deleted or replaced meanwhile, which stopped that generator for good, is
+/// opened anew.
+///
+/// ```
+/// use idforge::schemes::catalog::Kind;
+/// use idforge::schemes::open::OpenOptions;
+/// use idforge::schemes::placement::open_reused;
+/// use idforge::StateOptions;
+/// let dir = std::env::temp_dir().join(format!("idforge-doc-reuse-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// let kind = Kind::from_name("uuid7", None)?;
+/// let opts = OpenOptions { state: Some(StateOptions::new(dir.join("u.state"))), ..OpenOptions::default() };
+/// let (a, b) = (open_reused(&kind, &opts)?, open_reused(&kind, &opts)?);
+/// assert!(std::sync::Arc::ptr_eq(&a, &b));
+/// assert!(a.next()? < b.next()?);
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), idforge::Error>(())
+/// ```
+///
+/// # Errors
+/// What [`Opened::open`] returns.
+pub fn open_reused(kind: &Kind, opts: &OpenOptions) -> Result<Arc<Opened>, Error> {
+    let Some(st) = &opts.state else {
+        return Ok(Arc::new(Opened::open(kind, opts)?));
+    };
+    type Reused = HashMap<String, ((u64, u64), Arc<Opened>)>;
+    static OPENED: Mutex<Option<Reused>> = Mutex::new(None);
+    let identity = |path: &Path| {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+    };
+    let key = format!("{kind:?}|{opts:?}");
+    // Opening takes microseconds and runs no code of the caller's: held across it, the lock
+    // makes two threads asking at once share one generator.
+    let mut map = OPENED.lock().unwrap_or_else(PoisonError::into_inner);
+    let map = map.get_or_insert_with(HashMap::new);
+    if let Some((id, g)) = map.get(&key) {
+        if identity(&st.path) == Some(*id) {
+            return Ok(Arc::clone(g));
+        }
+    }
+    let g = Arc::new(Opened::open(kind, opts)?);
+    if let Some(id) = identity(&st.path) {
+        map.insert(key, (id, Arc::clone(&g)));
+    }
+    Ok(g)
 }

@@ -267,7 +267,9 @@ impl HostStamp {
                 path: path.display().to_string(),
                 action: "guard",
                 reason: format!(
-                    "this process has {} state files open already",
+                    "this process has {} state file mappings open already (one per host-wide \
+                     generator that is still alive): reuse generators instead of opening one per \
+                     call, or let unused ones go",
                     sys::GUARD_SLOTS
                 ),
             }),
