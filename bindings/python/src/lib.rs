@@ -12,7 +12,7 @@ use idforge::schemes::catalog::Kind;
 use idforge::schemes::open::{ClockChoice, OpenOptions, Opened, TextFormat};
 use idforge::schemes::placement::{self, Placement};
 use idforge::text::Format;
-use idforge::{OnClockBehind, OnExhausted, RandomSource, StateOptions};
+use idforge::{OnClockBehind, OnExhausted, RandomSource};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -123,23 +123,50 @@ impl<T> OrRaise<T> for Result<T, idforge::Error> {
     }
 }
 
-trait OrRaiseShared<T> {
-    /// As `or_raise`, for a host-wide generator nobody asked for: a state file error says why
-    /// there is a file and how to do without it.
-    fn or_raise_shared(self, py: Python<'_>) -> PyResult<T>;
+/// Who chose where a host-wide generator's sequence lives, for what its errors advise.
+#[derive(Clone, Copy, PartialEq)]
+enum Placed {
+    /// The caller (`state=`, `shared=True`).
+    Asked,
+    /// Nobody: `Generator(scheme)`, host-wide by default.
+    Implicit,
+    /// A module function (`idforge.uuid7()`), which takes no arguments.
+    Module,
 }
 
-impl<T> OrRaiseShared<T> for Result<T, idforge::Error> {
-    fn or_raise_shared(self, py: Python<'_>) -> PyResult<T> {
+trait OrRaisePlaced<T> {
+    /// As `or_raise`, for a host-wide generator: a state file error nobody asked for says why
+    /// there is a file and how to do without it; one of a module function names what it can
+    /// change (the environment, not arguments it does not take).
+    fn or_raise_placed(self, py: Python<'_>, how: Placed) -> PyResult<T>;
+}
+
+impl<T> OrRaisePlaced<T> for Result<T, idforge::Error> {
+    fn or_raise_placed(self, py: Python<'_>, how: Placed) -> PyResult<T> {
         self.map_err(|e| {
             let hint = placement::hint_applies(&e);
+            let env_hint = placement::env_state_hint(&e);
             let err = raise(py, e);
-            if hint {
-                let v = err.value(py);
-                if let Ok(msg) = v.str() {
-                    let text = format!("{msg} {}", placement::shared_hint("shared=False"));
-                    let _ = v.setattr("args", (text,));
+            let v = err.value(py);
+            if let Ok(msg) = v.str() {
+                let mut text = msg.to_string();
+                if how == Placed::Module {
+                    text = text
+                        .replace("(state=PATH, or IDFORGE_STATE_DIR)", "(IDFORGE_STATE_DIR)")
+                        .replace("(state=PATH)", "(IDFORGE_STATE_DIR)");
                 }
+                if hint && how != Placed::Asked {
+                    let how_not = if how == Placed::Module {
+                        "a Generator with shared=False"
+                    } else {
+                        "shared=False"
+                    };
+                    text = format!("{text} {}", placement::shared_hint(how_not));
+                }
+                if let Some(h) = env_hint {
+                    text = format!("{text} {h}");
+                }
+                let _ = v.setattr("args", (text,));
             }
             err
         })
@@ -427,7 +454,7 @@ impl PyPolicy {
 /// the arguments.
 #[pyclass(frozen, module = "idforge", name = "Generator")]
 struct PyGenerator {
-    g: Opened,
+    g: std::sync::Arc<Opened>,
     out: Out,
     /// The text format of `next_str()`.
     text: TextFormat,
@@ -442,7 +469,8 @@ impl PyGenerator {
         format: Option<&str>,
         prefix: Option<&str>,
     ) -> Result<PyGenerator, idforge::Error> {
-        let g = Opened::open(kind, opts)?;
+        // Host-wide generators of the same options share one mapping of their file.
+        let g = placement::open_reused(kind, opts)?;
         let text = g.text_format_prefixed(format, prefix)?;
         let out = if format.is_some() || prefix.is_some() {
             Out::Text(text)
@@ -675,23 +703,21 @@ impl PyGenerator {
             durable,
         }
         .apply(&kind, &mut opts, policy_given.is_some());
-        let implicit = if asked {
-            placed.or_raise(py)?
+        let how = if asked {
+            Placed::Asked
         } else {
-            placed.or_raise_shared(py)?
+            Placed::Implicit
         };
-        let shared = implicit.is_some();
-        let implicit = implicit == Some(true);
+        let placed = placed.or_raise_placed(py, how)?;
         // Opening may create and check a state file, or start the ticker's thread: with the GIL
         // held, so that no thread of this interpreter forks meanwhile (a child forked while the
         // ticker's start lock or a state directory's creation was half done waited for ever on
         // a lock no thread of it would release). Opening takes microseconds; only a state
         // directory another process is creating at that moment makes it wait (at most 120 s).
         let opened = PyGenerator::open(&kind, &opts, format, prefix);
-        if implicit && shared {
-            opened.or_raise_shared(py)
-        } else {
-            opened.or_raise(py)
+        match placed {
+            Some(_) => opened.or_raise_placed(py, how),
+            None => opened.or_raise(py),
         }
     }
 
@@ -865,13 +891,15 @@ fn default_gen<'py>(
     let g = once(&DEFAULTS[slot], py, || {
         let kind = Kind::from_name(scheme, None).or_raise(py)?;
         let mut opts = OpenOptions::default();
-        let g = if placement::shared_by_default(&kind).or_raise(py)? {
-            let path = kind.default_state_path(&opts).or_raise_shared(py)?;
-            opts.state = Some(StateOptions::new(path));
-            // With the GIL held (see `Generator.__new__` and `once`).
-            PyGenerator::open(&kind, &opts, None, None).or_raise_shared(py)?
-        } else {
-            PyGenerator::open(&kind, &opts, None, None).or_raise(py)?
+        // As `Generator(scheme)` places it (the library's `Placement`).
+        let placed = Placement::default()
+            .apply(&kind, &mut opts, false)
+            .or_raise_placed(py, Placed::Module)?;
+        // With the GIL held (see `Generator.__new__` and `once`).
+        let opened = PyGenerator::open(&kind, &opts, None, None);
+        let g = match placed {
+            Some(_) => opened.or_raise_placed(py, Placed::Module)?,
+            None => opened.or_raise(py)?,
         };
         Py::new(py, g)
     })?;

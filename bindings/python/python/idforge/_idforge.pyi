@@ -82,7 +82,9 @@ class Generator:
     ``$IDFORGE_SHARED`` is ``0``): the stamp lives in the host-wide state file ``idforge gen
     --shared`` uses (``state``, else ``$IDFORGE_STATE``, else the scheme's file under
     ``$IDFORGE_STATE_DIR`` or ``~/.local/state/idforge``); every process opening it draws from
-    one sequence. ``shared=False`` keeps it in this process (and children forked after).
+    one sequence. ``shared=False`` keeps it in this process (and children forked after). A
+    ``policy`` of its own or ``durable=True`` needs ``state`` or ``shared=False``: every user of
+    a file must agree on both.
     ``clock``: ``"auto"``, ``"precise"``, ``"counter"`` or ``"ticker"``. ``at``: a fixed
     clock at this time (RFC 3339 text or an aware ``datetime``). ``format``/``prefix``: ``next()`` returns text in this format
     (``"dec"``, ``"hex"``, ``"base32"``, ``"uuid"``, ``"ulid"``, ``"xid"``, ``"typeid"``,
