@@ -37,6 +37,10 @@ export interface Policy {
   onClockBehind?: 'fail' | 'wait';
 }
 
+/**
+ * Options of `new Generator`. Every user of a state file must agree on its policy and
+ * durability: with `policy` or `durable`, give `state` or `shared: false` (refused otherwise).
+ */
 export interface GeneratorOptions {
   /** The node id (snowflake and other layouts with a node field), the tag (nanots) or the host id (nanots-host). idforge never picks one. */
   node?: Integer;
