@@ -10,6 +10,7 @@
 //! stable `code`.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -600,7 +601,7 @@ impl NativeGenerator {
     /// with ids, each big-endian, in issue order. Filling a buffer made in JavaScript costs
     /// less than handing one over from Rust (an external buffer: about 1.7 µs a call).
     pub fn fill_buffer(&self, mut buf: Filling<u8>) -> Result<(), JsErr> {
-        fill_bytes(&self.g, self.width as usize, buf.slice())
+        fill_bytes(&self.g, self.width as usize, buf.slice()).or_throw()
     }
 
     /// Fills `ids` (a `BigUint64Array`) with ids of at most 64 bits, in issue order.
@@ -879,55 +880,92 @@ pub fn gen_lead(g: Gen) -> f64 {
 // Module functions: one process-wide generator per scheme, shared by every worker thread
 
 const DEFAULT_SCHEMES: [&str; 6] = ["uuid7", "ulid", "typeid", "nanots", "uprotocol", "locality"];
-static DEFAULTS: [OnceLock<Arc<Opened>>; 6] = [const { OnceLock::new() }; 6];
+/// The module functions' generators, made on first use: each an `Arc` turned into a pointer
+/// that is never freed (a generator replaced after its file was lost may still be in use by
+/// another thread; one leaked generator per lost file is the cost).
+static DEFAULTS: [AtomicPtr<Opened>; 6] = [const { AtomicPtr::new(std::ptr::null_mut()) }; 6];
 
-/// The module functions' generator of `DEFAULT_SCHEMES[slot]`, opened on first use in this
-/// process: host-wide as `new Generator(scheme)` (cluster and PM2 workers, forked children and
-/// separately started processes share one sequence), in-process with `IDFORGE_SHARED=0`. Every
-/// worker thread of the process uses the same one.
-fn default_gen(slot: usize) -> Result<&'static Opened, JsErr> {
-    if let Some(g) = DEFAULTS[slot].get().map(Arc::as_ref) {
-        return Ok(g);
-    }
+/// Opens the module functions' generator of `DEFAULT_SCHEMES[slot]`: host-wide as
+/// `new Generator(scheme)` (cluster and PM2 workers, forked children and separately started
+/// processes share one sequence), in-process with `IDFORGE_SHARED=0`.
+fn open_default(slot: usize) -> Result<Arc<Opened>, JsErr> {
     let kind = Kind::from_name(DEFAULT_SCHEMES[slot], None).or_throw()?;
     let mut opts = OpenOptions::default();
     let placed = Placement::default()
         .apply(&kind, &mut opts, false)
         .map_err(|e| placed_error(e, Placed::Module))?;
-    let g = placement::open_reused(&kind, &opts).map_err(|e| match placed {
+    placement::open_reused(&kind, &opts).map_err(|e| match placed {
         Some(_) => placed_error(e, Placed::Module),
         None => js_error(e),
-    })?;
-    // Two threads may both open one; the first stored is kept, the other issued nothing.
-    let _ = DEFAULTS[slot].set(g);
-    Ok(DEFAULTS[slot]
-        .get()
-        .expect("a value was stored just above")
-        .as_ref())
+    })
+}
+
+/// Makes `fresh` the generator of `slot` if `old` still is; the one in place afterwards.
+fn install(slot: usize, old: *mut Opened, fresh: Arc<Opened>) -> &'static Opened {
+    let raw = Arc::into_raw(fresh).cast_mut();
+    match DEFAULTS[slot].compare_exchange(old, raw, Ordering::AcqRel, Ordering::Acquire) {
+        // SAFETY: `raw` came from `Arc::into_raw` and is never freed.
+        Ok(_) => unsafe { &*raw },
+        Err(current) => {
+            // Another thread installed one first: ours goes (it issued nothing).
+            // SAFETY: `raw` is ours alone: it was not stored.
+            drop(unsafe { Arc::from_raw(raw) });
+            // SAFETY: `current` was installed by `install` and is never freed.
+            unsafe { &*current }
+        }
+    }
+}
+
+/// Runs `f` on the module functions' generator of `DEFAULT_SCHEMES[slot]` (every worker thread
+/// of the process uses the same one). A generator whose state file was deleted or replaced
+/// stops for good (`StateFileLostError`); it is then replaced by one on the file the path now
+/// names (a new file is made as for a new process), and `f` runs again: once, so a file that
+/// keeps being lost, or was rewound in place, gives its error.
+fn with_default<T>(
+    slot: usize,
+    mut f: impl FnMut(&Opened) -> Result<T, idforge::Error>,
+) -> Result<T, JsErr> {
+    let mut p = DEFAULTS[slot].load(Ordering::Acquire);
+    if p.is_null() {
+        p = std::ptr::from_ref(install(slot, p, open_default(slot)?)).cast_mut();
+    }
+    // SAFETY: a non-null pointer was installed by `install` and is never freed.
+    let g = unsafe { &*p };
+    match f(g) {
+        Err(idforge::Error::StateFile(idforge::StateFileError::Lost { .. })) => {
+            let fresh = open_default(slot)?;
+            if std::ptr::eq(Arc::as_ptr(&fresh), p) {
+                // The path names the same file (rewound in place): nothing new to map.
+                return f(g).map_err(|e| placed_error(e, Placed::Module));
+            }
+            f(install(slot, p, fresh)).map_err(|e| placed_error(e, Placed::Module))
+        }
+        other => other.map_err(|e| placed_error(e, Placed::Module)),
+    }
 }
 
 /// A UUIDv7 (RFC 9562, monotonic), as 36 characters.
 #[napi]
 pub fn uuid7() -> Result<Ascii<idforge::text::Text>, JsErr> {
-    let id = default_gen(0)?.next().or_throw()?;
+    let id = with_default(0, Opened::next)?;
     Ok(Ascii(idforge::text::encode(id, 128, Format::Uuid)))
 }
 
 /// Fills `buf` with UUIDv7s, 16 bytes each (`uuid7Buffer` in `index.js`).
 #[napi]
 pub fn uuid7_fill(mut buf: Filling<u8>) -> Result<(), JsErr> {
-    fill_bytes(default_gen(0)?, 16, buf.slice())
+    let buf = buf.slice();
+    with_default(0, |g| fill_bytes(g, 16, buf))
 }
 
 /// Fills `buf` with ids of `g`, `w` bytes each, big-endian, in issue order (as many as fit).
-fn fill_bytes(g: &Opened, w: usize, buf: &mut [u8]) -> Result<(), JsErr> {
+fn fill_bytes(g: &Opened, w: usize, buf: &mut [u8]) -> Result<(), idforge::Error> {
     let mut chunks = buf.chunks_exact_mut(w);
     g.take(chunks.len() as u64, |id| {
         if let Some(c) = chunks.next() {
             c.copy_from_slice(&id.to_be_bytes()[16 - w..]);
         }
     })
-    .or_throw()
 }
 
 /// A UUIDv4 (122 bits from the secure generator), as 36 characters.
@@ -943,7 +981,7 @@ pub fn uuid4() -> Ascii<idforge::text::Text> {
 /// A monotonic ULID, as 26 characters.
 #[napi]
 pub fn ulid() -> Result<Ascii<idforge::text::Text>, JsErr> {
-    let id = default_gen(1)?.next().or_throw()?;
+    let id = with_default(1, Opened::next)?;
     Ok(Ascii(idforge::text::encode(id, 128, Format::Ulid)))
 }
 
@@ -951,27 +989,27 @@ pub fn ulid() -> Result<Ascii<idforge::text::Text>, JsErr> {
 #[napi]
 pub fn typeid(prefix: String) -> Result<String, JsErr> {
     let p = idforge::text::TypeIdPrefix::new(&prefix).or_throw()?;
-    let id = default_gen(2)?.next().or_throw()?;
+    let id = with_default(2, Opened::next)?;
     Ok(p.encode(id).as_str().to_string())
 }
 
 /// A nanots timestamp id: Unix nanoseconds, unique on the host.
 #[napi]
 pub fn nanots() -> Result<BigInt, JsErr> {
-    Ok(bigint(default_gen(3)?.next().or_throw()?))
+    Ok(bigint(with_default(3, Opened::next)?))
 }
 
 /// A uProtocol UUIDv7, as 36 characters.
 #[napi]
 pub fn uprotocol() -> Result<Ascii<idforge::text::Text>, JsErr> {
-    let id = default_gen(4)?.next().or_throw()?;
+    let id = with_default(4, Opened::next)?;
     Ok(Ascii(idforge::text::encode(id, 128, Format::Uuid)))
 }
 
 /// A Locality UUID, as 36 characters.
 #[napi]
 pub fn locality() -> Result<Ascii<idforge::text::Text>, JsErr> {
-    let id = default_gen(5)?.next().or_throw()?;
+    let id = with_default(5, Opened::next)?;
     Ok(Ascii(idforge::text::encode(id, 128, Format::Uuid)))
 }
 

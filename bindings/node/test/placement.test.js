@@ -118,3 +118,20 @@ test('a handle from another copy of the addon is refused', () => {
   assert.throws(() => a.genNext(h), /generator handle/);
   assert.throws(() => a.genNext({}), /generator handle/);
 });
+
+test('module functions carry on after their state file is deleted: a new file, ids still increasing', () => {
+  const fs = require('node:fs');
+  const f = path.join(dir, 'uuid7.state');
+  const ids = [idforge.uuid7()];
+  assert.ok(fs.existsSync(f));
+  fs.unlinkSync(f);
+  // Noticed at the next check (every millisecond); the generator is replaced by one on a new
+  // file, without an error.
+  for (let k = 0; k < 200000; k++) ids.push(idforge.uuid7());
+  assert.ok(fs.existsSync(f), 'a new state file');
+  assert.ok(require('./helpers').increasing(ids));
+  // The buffer form too.
+  fs.unlinkSync(f);
+  for (let k = 0; k < 2000; k++) idforge.uuid7Buffer(100);
+  assert.ok(fs.existsSync(f));
+});

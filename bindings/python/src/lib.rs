@@ -6,6 +6,7 @@
 
 use std::ffi::c_void;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::time::Duration;
 
 use idforge::schemes::catalog::Kind;
@@ -887,23 +888,65 @@ fn default_gen<'py>(
     py: Python<'py>,
     slot: usize,
     scheme: &str,
-) -> PyResult<&'py Bound<'py, PyGenerator>> {
+) -> PyResult<Bound<'py, PyGenerator>> {
+    let r = REPLACED[slot].load(Ordering::Acquire);
+    if !r.is_null() {
+        // SAFETY: a strong reference to a `Generator`, stored by `replace_default` and never
+        // released; the GIL is held.
+        return Ok(unsafe { Bound::from_borrowed_ptr(py, r).cast_into_unchecked() });
+    }
     let g = once(&DEFAULTS[slot], py, || {
-        let kind = Kind::from_name(scheme, None).or_raise(py)?;
-        let mut opts = OpenOptions::default();
-        // As `Generator(scheme)` places it (the library's `Placement`).
-        let placed = Placement::default()
-            .apply(&kind, &mut opts, false)
-            .or_raise_placed(py, Placed::Module)?;
-        // With the GIL held (see `Generator.__new__` and `once`).
-        let opened = PyGenerator::open(&kind, &opts, None, None);
-        let g = match placed {
-            Some(_) => opened.or_raise_placed(py, Placed::Module)?,
-            None => opened.or_raise(py)?,
-        };
-        Py::new(py, g)
+        Py::new(py, open_default(py, scheme)?)
     })?;
-    Ok(g.bind(py))
+    Ok(g.bind(py).clone())
+}
+
+/// Opens a module functions' generator of `scheme`, placed as `Generator(scheme)` is (the
+/// library's `Placement`), with the GIL held (see `Generator.__new__` and `once`).
+fn open_default(py: Python<'_>, scheme: &str) -> PyResult<PyGenerator> {
+    let kind = Kind::from_name(scheme, None).or_raise(py)?;
+    let mut opts = OpenOptions::default();
+    let placed = Placement::default()
+        .apply(&kind, &mut opts, false)
+        .or_raise_placed(py, Placed::Module)?;
+    let opened = PyGenerator::open(&kind, &opts, None, None);
+    match placed {
+        Some(_) => opened.or_raise_placed(py, Placed::Module),
+        None => opened.or_raise(py),
+    }
+}
+
+/// Generators that replaced a module function's generator whose state file was lost: strong
+/// references never released (one per lost file).
+static REPLACED: [AtomicPtr<ffi::PyObject>; 7] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; 7];
+
+/// Runs `f` on the module functions' generator of `scheme`. A generator whose state file was
+/// deleted or replaced stops for good (`StateFileLostError`); it is then replaced by one on the
+/// file the path now names (a new file is made as for a new process) and `f` runs again: once,
+/// so a file that keeps being lost, or was rewound in place, gives its error.
+fn with_default<'py, T>(
+    py: Python<'py>,
+    slot: usize,
+    scheme: &str,
+    mut f: impl FnMut(&Opened) -> Result<T, idforge::Error>,
+) -> PyResult<T> {
+    let g = default_gen(py, slot, scheme)?;
+    match f(&g.get().g) {
+        Err(idforge::Error::StateFile(idforge::StateFileError::Lost { .. })) => {
+            let fresh = open_default(py, scheme)?;
+            if std::sync::Arc::ptr_eq(&fresh.g, &g.get().g) {
+                // The path names the same file (rewound in place): nothing new to map.
+                return f(&g.get().g).or_raise_placed(py, Placed::Module);
+            }
+            let fresh = Bound::new(py, fresh)?;
+            let result = f(&fresh.get().g).or_raise_placed(py, Placed::Module);
+            // With the GIL held: no other thread of this interpreter stores meanwhile.
+            REPLACED[slot].store(fresh.into_ptr(), Ordering::Release);
+            result
+        }
+        other => other.or_raise_placed(py, Placed::Module),
+    }
 }
 
 /// A UUIDv7 (RFC 9562, monotonic: 16-bit counter per millisecond) as a `uuid.UUID`.
@@ -912,7 +955,7 @@ fn default_gen<'py>(
 /// 7
 #[pyfunction]
 fn uuid7(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    let id = default_gen(py, 6, "uuid7")?.get().g.next().or_raise(py)?;
+    let id = with_default(py, 6, "uuid7", Opened::next)?;
     std_uuid(py, id)
 }
 
@@ -920,7 +963,7 @@ fn uuid7(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
 #[pyfunction]
 fn uuid7_native(py: Python<'_>) -> PyResult<PyUuid> {
     Ok(PyUuid {
-        value: default_gen(py, 6, "uuid7")?.get().g.next().or_raise(py)?,
+        value: with_default(py, 6, "uuid7", Opened::next)?,
     })
 }
 
@@ -943,7 +986,9 @@ macro_rules! default_fn {
         #[doc = $doc]
         #[pyfunction]
         fn $name(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-            default_gen(py, $slot, $scheme)?.get().next(py)
+            let g = default_gen(py, $slot, $scheme)?;
+            let id = with_default(py, $slot, $scheme, Opened::next)?;
+            g.get().convert(py, id)
         }
     };
 }
@@ -981,9 +1026,8 @@ default_fn!(locality, 4, "locality", "A Locality UUID as a `uuid.UUID`.");
 #[pyfunction]
 #[pyo3(signature = (prefix=""))]
 fn typeid(py: Python<'_>, prefix: &str) -> PyResult<String> {
-    let g = default_gen(py, 5, "typeid")?.get();
     let p = idforge::text::TypeIdPrefix::new(prefix).or_raise(py)?;
-    let id = g.g.next().or_raise(py)?;
+    let id = with_default(py, 5, "typeid", Opened::next)?;
     Ok(p.encode(id).as_str().to_string())
 }
 

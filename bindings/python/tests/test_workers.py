@@ -310,3 +310,24 @@ def test_a_child_forked_while_another_thread_first_uses_idforge_never_hangs(what
         env = dict(os.environ, IDFORGE_STATE_DIR=str(d))
         r = subprocess.run([sys.executable, str(script), what, delay], env=env, timeout=120)
         assert r.returncode == 0, f"{what}, fork after {delay} s: the child hung or failed"
+
+
+def test_module_functions_carry_on_after_their_state_file_is_deleted(state_dir):
+    # A module function's generator whose file was deleted stopped for good (every later
+    # `idforge.uuid7()` raised until the process restarted); it is replaced by one on a new file.
+    code = (
+        "import idforge, os, sys\n"
+        "d = os.environ['IDFORGE_STATE_DIR']\n"
+        "ids = [idforge.uuid7().int]\n"
+        "os.unlink(os.path.join(d, 'uuid7.state'))\n"
+        "ids += [idforge.uuid7().int for _ in range(200000)]\n"
+        "assert os.path.exists(os.path.join(d, 'uuid7.state'))\n"
+        "assert all(a < b for a, b in zip(ids, ids[1:]))\n"
+        "n = [idforge.nanots()]\n"
+        "os.unlink(os.path.join(d, 'nanots.state'))\n"
+        "n += [idforge.nanots() for _ in range(200000)]\n"
+        "assert all(a < b for a, b in zip(n, n[1:]))\n"
+        "print('ok')\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], env=dict(os.environ), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
