@@ -31,7 +31,15 @@ type Res<T> = std::result::Result<T, JsErr>;
 
 /// The library's names for its settings (Rust items) as this package's options, most specific
 /// first, so that a message says what to pass here (`{ state: PATH }`).
-const SETTINGS: [(&str, &str); 20] = [
+const SETTINGS: [(&str, &str); 22] = [
+    (
+        "(`StateOptions::shared_mode`, 666 here",
+        "({ stateMode: 0o666 } here",
+    ),
+    (
+        "(`StateOptions::shared_mode`, 660 here",
+        "({ stateMode: 0o660 } here",
+    ),
     (
         "a fixed clock (`at`) with `shared` true",
         "at with shared: true",

@@ -51,7 +51,15 @@ fn once<'a, T>(
 
 /// The library's names for its settings (Rust items) as this package's arguments, most specific
 /// first, so that a message says what to pass here (`state=PATH`), not what a Rust caller sets.
-const SETTINGS: [(&str, &str); 19] = [
+const SETTINGS: [(&str, &str); 21] = [
+    (
+        "(`StateOptions::shared_mode`, 666 here",
+        "(state_mode=0o666 here",
+    ),
+    (
+        "(`StateOptions::shared_mode`, 660 here",
+        "(state_mode=0o660 here",
+    ),
     (
         "a fixed clock (`at`) with `shared` true",
         "at= with shared=True",

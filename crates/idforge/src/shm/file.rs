@@ -181,8 +181,10 @@ pub(super) fn check_trusted(
                 }
             ),
             format!(
-                "Run `chmod go-w {}`, or, to share it on purpose, open it with a mode that allows it (`StateOptions::shared_mode`, e.g. 660)",
-                path.display()
+                "Run `chmod go-w {}`, or, to share it on purpose, open it with a mode that allows it (`StateOptions::shared_mode`, {} here: {} can write it)",
+                path.display(),
+                if mode & 0o002 != 0 { "666" } else { "660" },
+                if mode & 0o002 != 0 { "every user" } else { "its group" },
             ),
         );
     }
