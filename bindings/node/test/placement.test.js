@@ -13,16 +13,23 @@ const idforge = load();
 test('a policy of its own, or durable mode, must say where the sequence lives', () => {
   // Kept in the process unasked, two processes with the same policy repeated 196,608 of
   // 400,000 snowflake ids; on the default file it would refuse every default generator.
-  for (const opts of [{ policy: { onExhausted: 'wait' } }, { policy: {} }, { durable: true }]) {
+  // Asked to share the default file (shared: true), too: its fingerprint would stay in the file
+  // and refuse every default generator of the host.
+  for (const opts of [{ policy: { onExhausted: 'wait' } }, { policy: {} }, { durable: true }, { policy: {}, shared: true }, { durable: true, shared: true }]) {
     assert.throws(
       () => new idforge.Generator('snowflake', { node: 7, ...opts }),
-      (e) => e instanceof idforge.ConfigError && e.code === 'ERR_IDFORGE_SETTING' && /add \{ state: PATH \}.*or shared: false/.test(e.message),
+      (e) => e instanceof idforge.ConfigError && e.code === 'ERR_IDFORGE_SETTING' && /default state file.*add \{ state: PATH \}.*or shared: false/.test(e.message),
     );
   }
   const own = new idforge.Generator('snowflake', { node: 7, policy: { onExhausted: 'wait' }, state: path.join(dir, 'own.state') });
   assert.equal(own.statePath, path.join(dir, 'own.state'));
   assert.equal(new idforge.Generator('snowflake', { node: 7, durable: true, state: path.join(dir, 'durable.state') }).statePath, path.join(dir, 'durable.state'));
   assert.equal(new idforge.Generator('snowflake', { node: 7, policy: {}, shared: false }).statePath, null);
+  // With IDFORGE_SHARED=0 every default generator is in its process, this one too.
+  const out = execFileSync(process.execPath, ['-e', `
+    const i = require(${JSON.stringify(pkg)});
+    console.log(String(new i.Generator('snowflake', { node: 7, policy: { onExhausted: 'wait' } }).statePath));`], { env: { ...process.env, IDFORGE_SHARED: '0' } }).toString().trim();
+  assert.equal(out, 'null');
   // A fixed clock makes reproducible ids: in the process unless given a file.
   assert.equal(new idforge.Generator('snowflake', { node: 7, at: '2026-01-01T00:00:00Z' }).statePath, null);
 });

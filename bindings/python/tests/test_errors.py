@@ -70,7 +70,7 @@ def test_messages_name_python_arguments_not_rust_items(state_dir):
     os.chmod(open_dir, 0o777)
     with pytest.raises(idforge.StateFileError) as e:
         idforge.Generator("uuid7", state=open_dir / "x.state")
-    assert "::" not in str(e.value) and "(state_mode=0o660, for instance)" in str(e.value), str(e.value)
+    assert "::" not in str(e.value) and "(state_mode=0o666 here: every user can write it)" in str(e.value), str(e.value)
 
 
 def test_state_file_of_another_scheme_is_refused(state_dir):

@@ -439,6 +439,21 @@ fn state(a: &GenArgs, kind: &Kind, opts: &OpenOptions) -> anyhow::Result<Option<
             }
         );
     }
+    let own_policy = a.run_ahead || a.max_lead.is_some() || a.on_clock_behind.is_some();
+    if (own_policy || a.durable)
+        && a.state.is_none()
+        && std::env::var_os("IDFORGE_STATE").is_none_or(|v| v.is_empty())
+    {
+        // The fingerprint of the file's first user stays in it: on the scheme's default file a
+        // policy of its own refused every default generator of the host (the Python and Node.js
+        // packages' too) until the file was deleted.
+        usage!(
+            "--run-ahead, --max-lead, --on-clock-behind and --durable with --shared need a state \
+             file of their own: add --state PATH (every process with these settings uses it); on \
+             the scheme's default file, which every default generator of the host uses, they \
+             would refuse them (or be refused by them)"
+        );
+    }
     if a.at.is_some() && a.state.is_none() {
         // A fixed clock may be far from the wall clock: on the default file it would leave a
         // stamp that blocks (or is blocked by) the wall-clock runs of this host.
@@ -446,16 +461,8 @@ fn state(a: &GenArgs, kind: &Kind, opts: &OpenOptions) -> anyhow::Result<Option<
     }
     let path = match &a.state {
         Some(p) => p.clone(),
-        None => match std::env::var_os("IDFORGE_STATE").filter(|v| !v.is_empty()) {
-            Some(p) if std::path::Path::new(&p).is_relative() => usage!(
-                "IDFORGE_STATE={} is a relative path, which names another file in each working \
-                 directory (processes started in different places would not share it, and would \
-                 repeat ids): make it absolute",
-                std::path::Path::new(&p).display()
-            ),
-            Some(p) => p.into(),
-            None => kind.default_state_path(opts)?,
-        },
+        // The file the language packages' generators use too (one rule for all).
+        None => idforge::schemes::placement::env_state_path(kind, opts)?,
     };
     let mut st = StateOptions::new(path);
     if let Some(m) = &a.state_mode {

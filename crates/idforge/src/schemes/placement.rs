@@ -88,7 +88,11 @@ pub fn shared_by_default(kind: &Kind) -> Result<bool, Error> {
 pub fn require_absolute(path: &Path, what: &str) -> Result<(), Error> {
     if path.is_relative() {
         return Err(Error::Setting {
-            setting: format!("{what} {:?}", path.display().to_string()),
+            setting: if what.starts_with("IDFORGE_") {
+                format!("{what}={}", path.display())
+            } else {
+                format!("{what} {:?}", path.display().to_string())
+            },
             why: "a relative path names another file in each working directory, and processes \
                   started in two directories would repeat each other's ids: give an absolute path"
                 .into(),
@@ -117,6 +121,14 @@ pub fn env_state_path(kind: &Kind, opts: &OpenOptions) -> Result<PathBuf, Error>
 /// why there is one, and the ways out. `in_process` names the package's way to ask for an
 /// in-process sequence (`shared=False`).
 pub fn shared_hint(in_process: &str) -> String {
+    if std::env::var_os("IDFORGE_STATE").is_some_and(|v| !v.is_empty()) {
+        return format!(
+            "(IDFORGE_STATE names the state file of every host-wide generator of this process: \
+             point it at a file in a private directory you can write, or unset it and set \
+             IDFORGE_STATE_DIR; or keep the sequence in this process with {in_process} or \
+             IDFORGE_SHARED=0, where processes started separately can repeat each other's ids)"
+        );
+    }
     format!(
         "(idforge keeps each scheme's sequence in a state file shared by every process of the \
          host unless told otherwise, so that workers and forked children never repeat ids: set \
@@ -155,13 +167,14 @@ impl Placement {
     /// nobody asked for the file: the default, to which a state file error should add
     /// [`shared_hint`]), `None` for an in-process one.
     ///
-    /// Every user of a state file must agree on its policy and durability, so a generator with
-    /// a policy of its own (`own_policy`) or in durable mode must say where its sequence lives
-    /// (`state`, or `shared` false): it is refused otherwise, since on the scheme's default file
-    /// it would refuse (or be refused by) every default generator of the scheme, and kept in
-    /// its process unasked it would repeat the ids of processes started separately. A
-    /// generator with a fixed clock (`opts.at_ns`), made for reproducible ids, stays in its
-    /// process unless given a file of its own.
+    /// Every user of a state file must agree on its policy and durability, so a host-wide
+    /// generator with a policy of its own (`own_policy`) or in durable mode needs a file other
+    /// than the scheme's default one (`state`, or `IDFORGE_STATE`), or `shared` false: it is
+    /// refused otherwise, since on the default file it would refuse (or be refused by) every
+    /// default generator of the scheme, and kept in its process unasked it would repeat the ids
+    /// of processes started separately. With `IDFORGE_SHARED=0` it stays in its process, as
+    /// every default generator does. A generator with a fixed clock (`opts.at_ns`), made for
+    /// reproducible ids, stays in its process unless given a file of its own.
     ///
     /// The host-wide file is `state`, else `IDFORGE_STATE` (one file, as for
     /// `idforge gen --shared`), else the scheme's file under the state directory
@@ -200,23 +213,28 @@ impl Placement {
             ));
         }
         let implicit = self.shared.is_none() && self.state.is_none();
-        if implicit && !fixed && (own_policy || self.durable) && kind.host_wide() {
-            return Err(conflict(
-                if self.durable {
-                    "durable mode without `state` or `shared` false"
-                } else {
-                    "a policy of its own without `state` or `shared` false"
-                },
-                "every user of a state file must agree on its policy and durability, so this \
-                 generator cannot use the scheme's default file: add `state` (an absolute path \
-                 that every process with these settings uses) or `shared` false (this process \
-                 only: processes started separately can then repeat its ids)",
-            ));
-        }
         let shared = match self.shared {
             Some(s) => s || self.state.is_some(),
             None => self.state.is_some() || (!fixed && shared_by_default(kind)?),
         };
+        let env_file = std::env::var_os("IDFORGE_STATE").is_some_and(|v| !v.is_empty());
+        if shared && (own_policy || self.durable) && self.state.is_none() && !env_file {
+            // The fingerprint of the file's first user stays in it: the default file with a
+            // policy of its own refused every default generator of the host (and the command
+            // line) until it was deleted, and deleted, a default generator reissued ids the
+            // run-ahead ones had issued ahead of the clock (4,728,000 of 21,313,000).
+            return Err(conflict(
+                if self.durable {
+                    "durable mode on the scheme's default state file"
+                } else {
+                    "a policy of its own on the scheme's default state file"
+                },
+                "every user of a state file must agree on its policy and durability, and the \
+                 default file is every default generator's: add `state` (an absolute path that \
+                 every process with these settings uses) or `shared` false (this process only: \
+                 processes started separately can then repeat its ids)",
+            ));
+        }
         if !shared {
             if self.durable || self.state_mode.is_some() {
                 return Err(conflict(
@@ -304,9 +322,18 @@ pub fn open_reused(kind: &Kind, opts: &OpenOptions) -> Result<Arc<Opened>, Error
             return Ok(Arc::clone(g));
         }
     }
+    // The file's identity before and after the open: kept only when they agree (or the open
+    // made the file), so that a file replaced during the open is not paired with the generator
+    // of the other one. (Paired, it would refuse every id as lost, never repeat one.)
+    let before = identity(&st.path);
     let g = Arc::new(Opened::open(kind, opts)?);
-    if let Some(id) = identity(&st.path) {
-        map.insert(key, (id, Arc::clone(&g)));
+    match (before, identity(&st.path)) {
+        (a, Some(b)) if a.is_none_or(|a| a == b) => {
+            map.insert(key, (b, Arc::clone(&g)));
+        }
+        _ => {
+            map.remove(&key);
+        }
     }
     Ok(g)
 }
