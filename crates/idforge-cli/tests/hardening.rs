@@ -378,12 +378,24 @@ fn a_policy_of_its_own_on_the_default_state_file_is_refused() {
         assert_eq!(o.status.code(), Some(2), "{flags:?}: {err}");
         assert!(err.contains("need a state file of their own"), "{err}");
     }
-    assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0, "no default file made");
+    assert_eq!(
+        std::fs::read_dir(&d).unwrap().count(),
+        0,
+        "no default file made"
+    );
     // With a file of their own, they run.
     let own = d.join("own.state");
     let o = idforge()
         .env("IDFORGE_STATE_DIR", &d)
-        .args(["gen", "uuid7", "--run-ahead", "--durable", "-n", "1", "--state"])
+        .args([
+            "gen",
+            "uuid7",
+            "--run-ahead",
+            "--durable",
+            "-n",
+            "1",
+            "--state",
+        ])
         .arg(&own)
         .output()
         .unwrap();

@@ -855,3 +855,19 @@ fn clients_of_large_batches_that_read_nothing_cost_the_server_little_memory() {
     assert!(last < 4_000_000, "{last}");
     drop(stalled);
 }
+
+#[test]
+fn the_service_refuses_to_start_when_idforge_state_names_one_file() {
+    // `idforge gen --shared` and the language packages use the one file IDFORGE_STATE names;
+    // the service, one file per scheme in the state directory: in one environment the two drew
+    // from different sequences and could repeat each other's ids.
+    let d = TempDir::new("envstate");
+    let one = d.0.join("one.state");
+    let (code, err) = refused(&d, &[], &[("IDFORGE_STATE", one.to_str().unwrap())]);
+    assert!(code.is_some_and(|c| c != 0), "{code:?}: {err}");
+    assert!(
+        err.contains("IDFORGE_STATE is set") && err.contains("unset IDFORGE_STATE"),
+        "{err}"
+    );
+    assert!(!one.exists());
+}

@@ -164,6 +164,18 @@ impl App {
             };
             let node = opts.node;
             if lease.is_none() && !config.in_process && kind.host_wide() {
+                // `IDFORGE_STATE` names the one file `idforge gen --shared` and the language
+                // packages use for every scheme: the service's files in the state directory
+                // would be others, and the two would repeat each other's ids.
+                if std::env::var_os("IDFORGE_STATE").is_some_and(|v| !v.is_empty()) {
+                    anyhow::bail!(
+                        "IDFORGE_STATE is set: it names the one state file that `idforge gen \
+                         --shared` and the Python and Node.js packages use, while the service \
+                         keeps each scheme in its own file of the state directory, so the two \
+                         would draw from different sequences and repeat each other's ids; unset \
+                         IDFORGE_STATE (and set IDFORGE_STATE_DIR), or serve with --in-process"
+                    );
+                }
                 let path = kind.default_state_path(&opts).with_context(|| {
                     format!("{}: no default state file (set IDFORGE_STATE_DIR, or serve with --in-process)", kind.name())
                 })?;
