@@ -136,10 +136,10 @@ impl HostStamp {
                 .recursive(true)
                 .mode(0o700)
                 .create(dir)
-                .map_err(|e| io_err(dir, "create the directory for", e))?;
+                .map_err(|e| io_err(path, "create its directory", e))?;
         }
         let link =
-            fs::symlink_metadata(dir).map_err(|e| io_err(dir, "inspect the directory of", e))?;
+            fs::symlink_metadata(dir).map_err(|e| io_err(path, "inspect its directory", e))?;
         if link.file_type().is_symlink() && link.uid() != sys::euid() && link.uid() != 0 {
             // Whoever owns the link can point it elsewhere at any time: two files for one path.
             return Err(Error::StateFile(StateFileError::Untrusted {
@@ -154,7 +154,7 @@ impl HostStamp {
                     .into(),
             }));
         }
-        let dir_meta = fs::metadata(dir).map_err(|e| io_err(dir, "inspect the directory of", e))?;
+        let dir_meta = fs::metadata(dir).map_err(|e| io_err(path, "inspect its directory", e))?;
         if !dir_meta.is_dir() {
             return Err(Error::StateFile(StateFileError::Untrusted {
                 what: "directory",
