@@ -568,15 +568,6 @@ module.exports = {
   Generator,
   schemes,
   version: native.version(),
-  IdforgeError,
-  ConfigError,
-  UnknownSchemeError,
-  NodeError,
-  ParseError,
-  ClockError,
-  ClockBehindError,
-  StateFileError,
-  StateFileRefusedError,
-  StateFileLostError,
-  LeaseLostError,
+  // The error classes, by name.
+  ...FAMILIES,
 };

@@ -414,12 +414,7 @@ fn clock_choice(s: &str) -> Result<ClockChoice, JsErr> {
 }
 
 fn policy_of(kind: &Kind, p: &PolicyOptions) -> Result<idforge::Policy, JsErr> {
-    let mut base = match kind {
-        Kind::Layout(s) => s.default_policy(),
-        Kind::NanoTsHost => idforge::schemes::nanots::POLICY,
-        // Refused by `open` with its reason.
-        Kind::Locality | Kind::Uuid4 => idforge::Policy::DEFAULT,
-    };
+    let mut base = kind.default_policy();
     if let Some(e) = &p.on_exhausted {
         base.on_exhausted = match e.as_str() {
             "wait" => OnExhausted::Wait,

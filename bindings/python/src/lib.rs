@@ -683,12 +683,7 @@ impl PyGenerator {
         }
         let policy_given = policy.as_ref().map(|_| ());
         if let Some(p) = policy {
-            let mut base = match &kind {
-                Kind::Layout(s) => s.default_policy(),
-                Kind::NanoTsHost => idforge::schemes::nanots::POLICY,
-                // Refused by `open` with its reason.
-                Kind::Locality | Kind::Uuid4 => idforge::Policy::DEFAULT,
-            };
+            let mut base = kind.default_policy();
             if let Some(e) = p.on_exhausted {
                 base.on_exhausted = e;
             }
@@ -932,28 +927,30 @@ static REPLACED: [AtomicPtr<ffi::PyObject>; 7] =
 /// Runs `f` on the module functions' generator of `scheme`. A generator whose state file was
 /// deleted or replaced stops for good (`StateFileLostError`); it is then replaced by one on the
 /// file the path now names (a new file is made as for a new process) and `f` runs again: once,
-/// so a file that keeps being lost, or was rewound in place, gives its error.
+/// so a file that keeps being lost, or was rewound in place, gives its error. Returns what `f`
+/// returned and the generator it ran on (whose output type converts it).
 fn with_default<'py, T>(
     py: Python<'py>,
     slot: usize,
     scheme: &str,
     mut f: impl FnMut(&Opened) -> Result<T, idforge::Error>,
-) -> PyResult<T> {
+) -> PyResult<(T, Bound<'py, PyGenerator>)> {
     let g = default_gen(py, slot, scheme)?;
     match f(&g.get().g) {
         Err(idforge::Error::StateFile(idforge::StateFileError::Lost { .. })) => {
             let fresh = open_default(py, scheme)?;
             if std::sync::Arc::ptr_eq(&fresh.g, &g.get().g) {
                 // The path names the same file (rewound in place): nothing new to map.
-                return f(&g.get().g).or_raise_placed(py, Placed::Module);
+                let v = f(&g.get().g).or_raise_placed(py, Placed::Module)?;
+                return Ok((v, g));
             }
             let fresh = Bound::new(py, fresh)?;
             let result = f(&fresh.get().g).or_raise_placed(py, Placed::Module);
             // With the GIL held: no other thread of this interpreter stores meanwhile.
-            REPLACED[slot].store(fresh.into_ptr(), Ordering::Release);
-            result
+            REPLACED[slot].store(fresh.clone().into_ptr(), Ordering::Release);
+            Ok((result?, fresh))
         }
-        other => other.or_raise_placed(py, Placed::Module),
+        other => Ok((other.or_raise_placed(py, Placed::Module)?, g)),
     }
 }
 
@@ -963,7 +960,7 @@ fn with_default<'py, T>(
 /// 7
 #[pyfunction]
 fn uuid7(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    let id = with_default(py, 6, "uuid7", Opened::next)?;
+    let (id, _) = with_default(py, 6, "uuid7", Opened::next)?;
     std_uuid(py, id)
 }
 
@@ -971,7 +968,7 @@ fn uuid7(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
 #[pyfunction]
 fn uuid7_native(py: Python<'_>) -> PyResult<PyUuid> {
     Ok(PyUuid {
-        value: with_default(py, 6, "uuid7", Opened::next)?,
+        value: with_default(py, 6, "uuid7", Opened::next)?.0,
     })
 }
 
@@ -994,8 +991,7 @@ macro_rules! default_fn {
         #[doc = $doc]
         #[pyfunction]
         fn $name(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-            let g = default_gen(py, $slot, $scheme)?;
-            let id = with_default(py, $slot, $scheme, Opened::next)?;
+            let (id, g) = with_default(py, $slot, $scheme, Opened::next)?;
             g.get().convert(py, id)
         }
     };
@@ -1035,7 +1031,7 @@ default_fn!(locality, 4, "locality", "A Locality UUID as a `uuid.UUID`.");
 #[pyo3(signature = (prefix=""))]
 fn typeid(py: Python<'_>, prefix: &str) -> PyResult<String> {
     let p = idforge::text::TypeIdPrefix::new(prefix).or_raise(py)?;
-    let id = with_default(py, 5, "typeid", Opened::next)?;
+    let (id, _) = with_default(py, 5, "typeid", Opened::next)?;
     Ok(p.encode(id).as_str().to_string())
 }
 

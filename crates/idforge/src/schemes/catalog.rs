@@ -172,6 +172,25 @@ impl Kind {
         }
     }
 
+    /// The policy generators of this kind use unless given another: the scheme's for layouts,
+    /// nanots's for nanots-host; [`Policy::DEFAULT`](crate::Policy::DEFAULT) for locality and
+    /// uuid4, which take no policy (`Opened::open` refuses one with its reason).
+    ///
+    /// ```
+    /// use idforge::schemes::catalog::Kind;
+    /// use idforge::Scheme;
+    /// assert_eq!(Kind::from_name("snowflake", None)?.default_policy(), Scheme::Snowflake.default_policy());
+    /// assert_eq!(Kind::NanoTsHost.default_policy(), idforge::schemes::nanots::POLICY);
+    /// # Ok::<(), idforge::Error>(())
+    /// ```
+    pub fn default_policy(&self) -> crate::Policy {
+        match self {
+            Kind::Layout(s) => s.default_policy(),
+            Kind::NanoTsHost => nanots::POLICY,
+            Kind::Locality | Kind::Uuid4 => crate::Policy::DEFAULT,
+        }
+    }
+
     /// Whether the kind can keep its stamp in a state file shared by the host's processes.
     ///
     /// ```
