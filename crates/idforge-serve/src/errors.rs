@@ -59,14 +59,10 @@ pub(crate) fn json_ok(v: &serde_json::Value) -> Response {
 
 /// Error responses that are not JSON yet (the router's own: 405, bad path text) made JSON.
 pub(crate) async fn json_errors(res: Response) -> Response {
-    let status = res.status();
-    let is_json = res
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
-    if !(status.is_client_error() || status.is_server_error()) || is_json {
+    if !needs_json(&res) {
         return res;
     }
+    let status = res.status();
     let (parts, body) = res.into_parts();
     let text = axum::body::to_bytes(body, 4096).await.unwrap_or_default();
     let text = String::from_utf8_lossy(&text);
@@ -82,6 +78,16 @@ pub(crate) async fn json_errors(res: Response) -> Response {
         }
     }
     out
+}
+
+/// Whether `res` is an error answer whose body is not JSON, for [`json_errors`] to rewrite.
+pub(crate) fn needs_json(res: &Response) -> bool {
+    let status = res.status();
+    let is_json = res
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    (status.is_client_error() || status.is_server_error()) && !is_json
 }
 
 /// The HTTP status of a generator's refusal.

@@ -58,17 +58,39 @@ pub(crate) async fn ids(
     query: Params,
     req: Request,
 ) -> Response {
-    ids_inner(app, scheme, query, req.headers())
-        .await
-        .unwrap_or_else(IntoResponse::into_response)
+    // The usual request, a small batch of a scheme with a fine tick, is answered without an
+    // await; the rest (large batches, coarse ticks) in a boxed future. Held inline, their
+    // state made this handler's future, which axum allocates for every request, 1.4 KB: past
+    // glibc's small bins, so that each request's allocation also consolidated the allocator's
+    // fast bins.
+    let plan = match plan(&app, scheme, query, req.headers()) {
+        Ok(plan) => plan,
+        Err(e) => return e.into_response(),
+    };
+    let answer = if plan.count > INLINE_COUNT || app.schemes[plan.i].coarse_tick {
+        Box::pin(later(app, plan)).await
+    } else {
+        inline(&app, plan)
+    };
+    answer.unwrap_or_else(IntoResponse::into_response)
 }
 
-pub(crate) async fn ids_inner(
-    app: Arc<App>,
+/// What a request for ids asks for, checked.
+struct Plan {
+    /// The scheme's index in [`App::schemes`].
+    i: usize,
+    count: u64,
+    body: Body3,
+    format: TextFormat,
+}
+
+/// The request's scheme, count, body and text format, or the answer that refuses it.
+fn plan(
+    app: &App,
     scheme: Result<Path<String>, axum::extract::rejection::PathRejection>,
     query: Params,
     headers: &HeaderMap,
-) -> Result<Response, ApiError> {
+) -> Result<Plan, ApiError> {
     let Path(scheme) = scheme.map_err(|e| fail(StatusCode::BAD_REQUEST, e.body_text()))?;
     let p = params(query, &["count", "format", "prefix"])?;
     let i = app.find(&scheme)?;
@@ -88,35 +110,59 @@ pub(crate) async fn ids_inner(
         },
     };
     let body = negotiate(headers)?;
-    let s = &app.schemes[i];
-    let format = s
+    let format = app.schemes[i]
         .gen
         .text_format_prefixed(
             p.get("format").map(String::as_str),
             p.get("prefix").map(String::as_str),
         )
         .map_err(|e| fail(StatusCode::BAD_REQUEST, query_words(&e.to_string())))?;
-    // Small batches are made whole: here, where the scheme waits at most a millisecond for its
-    // next tick; on the blocking pool for a coarser tick (a Sonyflake batch may sleep 10 ms, and
-    // hundreds of them on the async workers held /healthz up for seconds). A large batch is
-    // streamed.
+    Ok(Plan {
+        i,
+        count,
+        body,
+        format,
+    })
+}
+
+/// A small batch, made whole here: the scheme waits at most a millisecond for its next tick.
+fn inline(app: &App, plan: Plan) -> Result<Response, ApiError> {
+    let Plan {
+        i,
+        count,
+        body,
+        format,
+    } = plan;
+    let s = &app.schemes[i];
+    let out = small(s, count, body, format).map_err(|e| refused_message(s, &e))?;
+    s.issued.inc_by(count);
+    Ok(response(body, Body::from(out), None, i, count))
+}
+
+/// A large batch, streamed; or a small one of a scheme with a coarse tick, made whole on the
+/// blocking pool (a Sonyflake batch may sleep 10 ms, and hundreds of them on the async
+/// workers held /healthz up for seconds).
+async fn later(app: Arc<App>, plan: Plan) -> Result<Response, ApiError> {
+    let Plan {
+        i,
+        count,
+        body,
+        format,
+    } = plan;
     if count > INLINE_COUNT {
         return stream(&app, i, count, body, format).await;
     }
-    let out = if s.coarse_tick {
-        let worker = app.clone();
-        tokio::task::spawn_blocking(move || small(&worker.schemes[i], count, body, format))
-            .await
-            .map_err(|_| {
-                fail(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "internal error: id generation panicked (a bug: please report it)",
-                )
-            })?
-    } else {
-        small(s, count, body, format)
-    }
-    .map_err(|e| refused_message(s, &e))?;
+    let worker = app.clone();
+    let out = tokio::task::spawn_blocking(move || small(&worker.schemes[i], count, body, format))
+        .await
+        .map_err(|_| {
+            fail(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal error: id generation panicked (a bug: please report it)",
+            )
+        })?;
+    let s = &app.schemes[i];
+    let out = out.map_err(|e| refused_message(s, &e))?;
     s.issued.inc_by(count);
     Ok(response(body, Body::from(out), None, i, count))
 }

@@ -25,7 +25,7 @@ use tower_http::request_id::{
 use crate::app::App;
 use crate::auth::authorize;
 use crate::config::MAX_URI_BYTES;
-use crate::errors::{error, json_errors};
+use crate::errors::{error, json_errors, needs_json};
 
 /// The header of the request id.
 pub(crate) const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -202,35 +202,91 @@ where
             return Box::pin(std::future::ready(Ok(refused)));
         }
         // Called after `poll_ready` on this service, which asked the inner one.
-        let handler = self.inner.call(req);
-        Box::pin(async move {
-            // On the timeout the handler is dropped (tower-http's `TimeoutLayer` answers with
-            // an empty body: this answer says what to do). A panic is caught inside, by
-            // `CatchPanic`. Most handlers answer when first polled (one id): the timer, which
-            // costs a runtime handle and an entry in the timer wheel, is armed only for those
-            // that do not.
-            let mut handler = std::pin::pin!(handler);
-            let first = std::future::poll_fn(|cx| Poll::Ready(handler.as_mut().poll(cx))).await;
-            let outcome = match first {
-                Poll::Ready(r) => Ok(r),
-                Poll::Pending => {
-                    tokio::time::timeout_at((start + app.config.timeout).into(), handler).await
-                }
-            };
-            let res = match outcome {
-                Ok(Ok(res)) => json_errors(res.map(Body::new)).await,
-                Ok(Err(never)) => match never {},
-                Err(_) => error(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    &format!(
-                        "the request took longer than {} ms (--timeout-ms); ask for fewer ids",
-                        app.config.timeout.as_millis()
-                    ),
-                ),
-            };
-            finish(&app, &seen, start, &res);
-            Ok(res)
+        Box::pin(Guarded {
+            handler: self.inner.call(req),
+            app,
+            seen,
+            start,
+            timer: None,
+            rewrite: None,
         })
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A request admitted by [`Guard`], on its way through the handler: the timeout, a non-JSON
+    /// error made JSON, then the metrics and the log line.
+    ///
+    /// A future of its own rather than an `async` block: the block's state held the handler's
+    /// future twice (captured, then pinned) besides the state of every await, 1.2 KB in all,
+    /// past glibc's small bins, for every request. This one is the handler's future and a few
+    /// words, and the rare paths (the timer, the rewrite of an error body) are boxed.
+    struct Guarded<F> {
+        #[pin]
+        handler: F,
+        app: Arc<App>,
+        seen: Seen,
+        start: Instant,
+        // Armed when the handler did not answer when first polled. Most answer then (one id):
+        // a timer costs a runtime handle and an entry in the timer wheel.
+        timer: Option<Pin<Box<tokio::time::Sleep>>>,
+        // An error answer whose body is not JSON, being rewritten as JSON.
+        rewrite: Option<Pin<Box<dyn Future<Output = Response> + Send>>>,
+    }
+}
+
+impl<F, B> Future for Guarded<F>
+where
+    F: Future<Output = Result<axum::http::Response<B>, Infallible>>,
+    B: http_body::Body<Data = axum::body::Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let res = if let Some(rewrite) = this.rewrite {
+            std::task::ready!(rewrite.as_mut().poll(cx))
+        } else {
+            // The handler first: an answer that is there when the deadline passes is taken.
+            match this.handler.poll(cx) {
+                Poll::Ready(Ok(res)) => {
+                    let res = res.map(Body::new);
+                    if needs_json(&res) {
+                        let mut rewrite = Box::pin(json_errors(res));
+                        match rewrite.as_mut().poll(cx) {
+                            Poll::Ready(res) => res,
+                            Poll::Pending => {
+                                *this.rewrite = Some(rewrite);
+                                return Poll::Pending;
+                            }
+                        }
+                    } else {
+                        res
+                    }
+                }
+                Poll::Ready(Err(never)) => match never {},
+                Poll::Pending => {
+                    let deadline = *this.start + this.app.config.timeout;
+                    let timer = this
+                        .timer
+                        .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline.into())));
+                    std::task::ready!(timer.as_mut().poll(cx));
+                    // On the timeout the handler is dropped with this future (tower-http's
+                    // `TimeoutLayer` answers with an empty body: this answer says what to do).
+                    // A panic is caught inside, by `CatchPanic`.
+                    error(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        &format!(
+                            "the request took longer than {} ms (--timeout-ms); ask for fewer ids",
+                            this.app.config.timeout.as_millis()
+                        ),
+                    )
+                }
+            }
+        };
+        finish(this.app, this.seen, *this.start, &res);
+        Poll::Ready(Ok(res))
     }
 }
 
@@ -332,6 +388,118 @@ mod tests {
     use super::*;
     use crate::Config;
     use axum::routing::get;
+
+    /// The answer to `GET path` from `routes` behind [`layers`], on a service with `timeout`.
+    fn answer(routes: Router<Arc<App>>, path: &str, timeout: std::time::Duration) -> String {
+        use std::io::{Read, Write};
+        let app = App::open(Config {
+            schemes: Some(vec!["uuid7".into()]),
+            in_process: true,
+            timeout,
+            ..Config::default()
+        })
+        .unwrap();
+        let routes = layers(routes, &app).with_state(app.clone());
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let listener = rt
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        rt.spawn(async move { axum::serve(listener, routes).await });
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        // A future that never finishes fails the test rather than hanging it.
+        s.set_read_timeout(Some(std::time::Duration::from_secs(120)))
+            .unwrap();
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        rt.shutdown_background();
+        out
+    }
+
+    #[test]
+    fn a_handler_past_the_timeout_is_a_json_503_and_is_dropped() {
+        struct Dropped(Arc<std::sync::atomic::AtomicBool>);
+        impl Drop for Dropped {
+            fn drop(&mut self) {
+                self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = dropped.clone();
+        let slow = Router::new().route(
+            "/slow",
+            get(move || {
+                let guard = Dropped(flag.clone());
+                async move {
+                    tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+                    drop(guard);
+                    "unreachable"
+                }
+            }),
+        );
+        let out = answer(slow, "/slow", std::time::Duration::from_millis(200));
+        assert!(out.starts_with("HTTP/1.1 503"), "{out}");
+        assert!(
+            out.contains("{\"error\":\"the request took longer than 200 ms (--timeout-ms)"),
+            "{out}"
+        );
+        // The handler was dropped, not left running: the answer is sent once the guard's
+        // future returned, and hyper drops that future as it writes the answer.
+        let t = std::time::Instant::now();
+        while !dropped.load(std::sync::atomic::Ordering::SeqCst) {
+            assert!(
+                t.elapsed() < std::time::Duration::from_secs(60),
+                "the handler still runs"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn error_bodies_that_are_not_json_are_made_json_whether_ready_or_not() {
+        use axum::http::StatusCode;
+        // A plain-text error, whole when the handler answers.
+        let plain = Router::new().route(
+            "/plain",
+            get(|| async { (StatusCode::IM_A_TEAPOT, "short and stout") }),
+        );
+        let out = answer(plain, "/plain", std::time::Duration::from_secs(10));
+        assert!(out.starts_with("HTTP/1.1 418"), "{out}");
+        assert!(out.contains("{\"error\":\"short and stout\"}"), "{out}");
+        // A plain-text error whose body comes later: its rewrite waits for it.
+        let late = Router::new().route(
+            "/late",
+            get(|| async {
+                let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+                tokio::spawn(async move {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    let _ = tx.send(());
+                });
+                let body = futures_util::stream::once(async move {
+                    let _ = rx.await;
+                    Ok::<_, std::convert::Infallible>(axum::body::Bytes::from_static(b"came late"))
+                });
+                (StatusCode::BAD_GATEWAY, Body::from_stream(body))
+            }),
+        );
+        let out = answer(late, "/late", std::time::Duration::from_secs(10));
+        assert!(out.starts_with("HTTP/1.1 502"), "{out}");
+        assert!(out.contains("{\"error\":\"came late\"}"), "{out}");
+        // A success is left as it is.
+        let ok = Router::new().route("/ok", get(|| async { "plain and fine" }));
+        let out = answer(ok, "/ok", std::time::Duration::from_secs(10));
+        assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+        assert!(out.ends_with("plain and fine"), "{out}");
+    }
 
     #[test]
     fn a_panicking_handler_is_a_json_500_not_a_dropped_connection() {
