@@ -30,7 +30,7 @@ use axum::Router;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::TokioIo;
-use hyper_util::service::TowerToHyperService;
+use hyper_util::service::{TowerToHyperService, TowerToHyperServiceFuture};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::{Notify, OwnedSemaphorePermit};
@@ -316,15 +316,38 @@ struct Counting {
 impl hyper::service::Service<hyper::Request<Incoming>> for Counting {
     type Response = hyper::Response<Tracked<axum::body::Body>>;
     type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+    type Future = Answering;
 
-    fn call(&self, req: hyper::Request<Incoming>) -> Self::Future {
-        let open = Open::new(&self.conn);
-        let res = self.router.call(req);
-        Box::pin(async move {
-            let res = res.await?;
-            Ok(res.map(|inner| Tracked { inner, _open: open }))
-        })
+    fn call(&self, req: hyper::Request<Incoming>) -> Answering {
+        Answering {
+            open: Some(Open::new(&self.conn)),
+            inner: self.router.call(req),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A request's answer on its way, holding the request's [`Open`] mark, which its response
+    /// body then keeps. A future type of its own, not boxed: hyper keeps a connection's future
+    /// in place, so no allocation is made for it per request.
+    pub(crate) struct Answering {
+        #[pin]
+        inner: TowerToHyperServiceFuture<Router, hyper::Request<Incoming>>,
+        open: Option<Open>,
+    }
+}
+
+impl Future for Answering {
+    type Output = Result<hyper::Response<Tracked<axum::body::Body>>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let res = std::task::ready!(this.inner.poll(cx))?;
+        let open = this
+            .open
+            .take()
+            .expect("a request's answer is polled after it was given");
+        Poll::Ready(Ok(res.map(|inner| Tracked { inner, _open: open })))
     }
 }
 
