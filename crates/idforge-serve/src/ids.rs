@@ -2,6 +2,7 @@
 //! streamed from the blocking pool with bounded memory, stopped when their request is gone.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
 
@@ -152,19 +153,62 @@ async fn later(app: Arc<App>, plan: Plan) -> Result<Response, ApiError> {
     if count > INLINE_COUNT {
         return stream(&app, i, count, body, format).await;
     }
+    // The request may be gone before its batch is made (it timed out: under load, batches
+    // queue for the scheme's ticks; or its client left). Its ids are then not taken: a dropped
+    // handle does not stop a blocking task, so the task looks at `gone` before each id, and
+    // one not started yet is aborted. Ids are counted as they are made.
+    let gone = Arc::new(AtomicBool::new(false));
+    let seen = gone.clone();
     let worker = app.clone();
-    let out = tokio::task::spawn_blocking(move || small(&worker.schemes[i], count, body, format))
-        .await
-        .map_err(|_| {
-            fail(
+    let task = tokio::task::spawn_blocking(move || {
+        let s = &worker.schemes[i];
+        let mut out = Vec::with_capacity(count as usize * per_id(s, body, format) + 10);
+        let mut w = Writer::new(body);
+        w.open(&mut out);
+        for _ in 0..count {
+            if seen.load(Ordering::Acquire) {
+                return None;
+            }
+            if let Err(e) = w.ids(s, 1, format, &mut out) {
+                return Some(Err(e));
+            }
+            s.issued.inc();
+        }
+        w.close(&mut out);
+        Some(Ok(out))
+    });
+    let _abandon = Abandon {
+        gone,
+        task: task.abort_handle(),
+    };
+    let out = match task.await {
+        Ok(Some(out)) => out,
+        // The flag is set only once this future is dropped, so no answer is awaited.
+        Ok(None) | Err(_) => {
+            return Err(fail(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "internal error: id generation panicked (a bug: please report it)",
-            )
-        })?;
+            ))
+        }
+    };
     let s = &app.schemes[i];
     let out = out.map_err(|e| refused_message(s, &e))?;
-    s.issued.inc_by(count);
     Ok(response(body, Body::from(out), None, i, count))
+}
+
+/// Stops a small batch on the blocking pool when its request is gone: dropped with the
+/// request's future (a timeout, a client that left), it tells the batch to take no more ids,
+/// and aborts it if it has not started.
+struct Abandon {
+    gone: Arc<AtomicBool>,
+    task: tokio::task::AbortHandle,
+}
+
+impl Drop for Abandon {
+    fn drop(&mut self) {
+        self.gone.store(true, Ordering::Release);
+        self.task.abort();
+    }
 }
 
 /// A small batch's whole body.

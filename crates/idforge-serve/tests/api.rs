@@ -816,6 +816,66 @@ fn large_batches_in_flight_are_capped_with_503_and_retry_after() {
 }
 
 #[test]
+fn small_batches_that_time_out_take_no_more_ids() {
+    // Sonyflake (256 ids per 10 ms tick) makes its small batches on the blocking pool. 200
+    // requests of 64 at once need 12,800 ids, half a second of the scheme's ticks, against a
+    // timeout of 20 ms: most are answered 503. A batch whose request timed out must stop taking
+    // ids: they would be taken for nobody, and the requests after them would wait for the ticks
+    // they used up (seconds, under overload). So the ids issued and not delivered can be no
+    // more than the scheme makes until the last 503 (one tick more), and one id per request.
+    let s = start(Config {
+        timeout: Duration::from_millis(20),
+        in_process: true,
+        ..config(&["sonyflake"])
+    });
+    let addr = s.addr;
+    let go = std::sync::Arc::new(std::sync::Barrier::new(201));
+    let answers: Vec<_> = (0..200)
+        .map(|_| {
+            let go = go.clone();
+            std::thread::spawn(move || {
+                go.wait();
+                let r = get(addr, "/v1/ids/sonyflake?count=64", &[]);
+                (r, Instant::now())
+            })
+        })
+        .collect();
+    go.wait();
+    let t = Instant::now();
+    let mut timed_out = 0u64;
+    let mut last_503 = t;
+    let mut delivered = HashSet::new();
+    for a in answers {
+        let (r, at) = a.join().unwrap();
+        match r.status {
+            503 => {
+                assert!(r.text().contains("took longer than 20 ms"), "{}", r.text());
+                timed_out += 1;
+                last_503 = last_503.max(at);
+            }
+            200 => {
+                for id in r.ids() {
+                    assert!(delivered.insert(id), "an id issued twice");
+                }
+            }
+            other => panic!("{other}: {}", r.text()),
+        }
+    }
+    assert!(timed_out > 0, "no batch timed out: nothing was checked");
+    let window_ms = (last_503 - t).as_millis() as u64;
+    let issued = issued_settled(addr, "sonyflake");
+    let wasted = issued - delivered.len() as u64;
+    let bound = 256 * (window_ms / 10 + 2) + 200;
+    assert!(
+        wasted <= bound,
+        "{issued} ids issued, {} delivered: {wasted} taken for {timed_out} requests that timed \
+         out within {window_ms} ms, more than the scheme makes in that time ({bound}), so \
+         batches whose requests were gone went on taking ids",
+        delivered.len()
+    );
+}
+
+#[test]
 fn a_batch_that_outlives_the_timeout_is_cut_short_and_stops() {
     // Sonyflake: 256 ids per 10 ms tick. Alone, 6,000 take about 234 ms, within the 400 ms
     // timeout; six at once share the ticks and need about 1.4 s: they are cut short at the
