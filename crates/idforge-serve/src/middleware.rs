@@ -401,17 +401,21 @@ mod tests {
     use crate::Config;
     use axum::routing::get;
 
-    /// The answer to `GET path` from `routes` behind [`layers`], on a service with `timeout`.
-    fn answer(routes: Router<Arc<App>>, path: &str, timeout: std::time::Duration) -> String {
-        use std::io::{Read, Write};
-        let app = App::open(Config {
+    /// A service of uuid7 with `timeout`.
+    fn app(timeout: std::time::Duration) -> Arc<App> {
+        App::open(Config {
             schemes: Some(vec!["uuid7".into()]),
             in_process: true,
             timeout,
             ..Config::default()
         })
-        .unwrap();
-        let routes = layers(routes, &app).with_state(app.clone());
+        .unwrap()
+    }
+
+    /// The answer to `GET path` from `routes` behind [`layers`] of `app`.
+    fn answer(app: &Arc<App>, routes: Router<Arc<App>>, path: &str) -> String {
+        use std::io::{Read, Write};
+        let routes = layers(routes, app).with_state(app.clone());
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -458,7 +462,7 @@ mod tests {
                 }
             }),
         );
-        let out = answer(slow, "/slow", std::time::Duration::from_millis(200));
+        let out = answer(&app(std::time::Duration::from_millis(200)), slow, "/slow");
         assert!(out.starts_with("HTTP/1.1 503"), "{out}");
         assert!(
             out.contains("{\"error\":\"the request took longer than 200 ms (--timeout-ms)"),
@@ -484,7 +488,7 @@ mod tests {
             "/plain",
             get(|| async { (StatusCode::IM_A_TEAPOT, "short and stout") }),
         );
-        let out = answer(plain, "/plain", std::time::Duration::from_secs(10));
+        let out = answer(&app(std::time::Duration::from_secs(10)), plain, "/plain");
         assert!(out.starts_with("HTTP/1.1 418"), "{out}");
         assert!(out.contains("{\"error\":\"short and stout\"}"), "{out}");
         // A plain-text error whose body comes later: its rewrite waits for it.
@@ -503,25 +507,19 @@ mod tests {
                 (StatusCode::BAD_GATEWAY, Body::from_stream(body))
             }),
         );
-        let out = answer(late, "/late", std::time::Duration::from_secs(10));
+        let out = answer(&app(std::time::Duration::from_secs(10)), late, "/late");
         assert!(out.starts_with("HTTP/1.1 502"), "{out}");
         assert!(out.contains("{\"error\":\"came late\"}"), "{out}");
         // A success is left as it is.
         let ok = Router::new().route("/ok", get(|| async { "plain and fine" }));
-        let out = answer(ok, "/ok", std::time::Duration::from_secs(10));
+        let out = answer(&app(std::time::Duration::from_secs(10)), ok, "/ok");
         assert!(out.starts_with("HTTP/1.1 200"), "{out}");
         assert!(out.ends_with("plain and fine"), "{out}");
     }
 
     #[test]
     fn a_panicking_handler_is_a_json_500_not_a_dropped_connection() {
-        use std::io::{Read, Write};
-        let app = App::open(Config {
-            schemes: Some(vec!["uuid7".into()]),
-            in_process: true,
-            ..Config::default()
-        })
-        .unwrap();
+        let app = app(std::time::Duration::from_secs(10));
         let boom = Router::new().route(
             "/boom",
             get(|| async {
@@ -531,22 +529,7 @@ mod tests {
                 "unreachable"
             }),
         );
-        let boom = layers(boom, &app).with_state(app.clone());
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let listener = rt
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .unwrap();
-        let addr = listener.local_addr().unwrap();
-        rt.spawn(async move { axum::serve(listener, boom).await });
-        let mut s = std::net::TcpStream::connect(addr).unwrap();
-        s.write_all(b"GET /boom HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            .unwrap();
-        let mut out = String::new();
-        s.read_to_string(&mut out).unwrap();
+        let out = answer(&app, boom, "/boom");
         assert!(out.starts_with("HTTP/1.1 500"), "{out}");
         assert!(
             out.contains("{\"error\":\"internal error: the request handler panicked"),
@@ -556,6 +539,5 @@ mod tests {
             .metrics
             .render(std::iter::empty(), true)
             .contains("route=\"/boom\",status=\"500\"} 1"));
-        rt.shutdown_background();
     }
 }
